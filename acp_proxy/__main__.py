@@ -1,0 +1,8 @@
+"""``python -m acp_proxy``: the same as the ``acp-proxy`` command."""
+
+from __future__ import annotations
+
+from .cli import main
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""The ``acp-proxy`` command line: arguments, paths, environment, exit codes. Wiring only.
+
+Rules:
+- In ``record`` (and later ``replay``) stdout is the protocol channel: nothing here prints to
+  it. The proxy's own words go to stderr, one line each, prefixed ``acp-proxy:``.
+- User mistakes (a bad path, an unknown recording) end with one line on stderr and exit 2 or 1,
+  never a traceback. ``AcpProxyError`` is the only exception turned into a message here.
+- Every command that reads or writes recordings takes ``--db`` and honours ``ACP_PROXY_DB``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from . import __version__
+from .errors import AcpProxyError
+from .paths import DB_ENV, default_db_path
+
+F = TypeVar("F")
+
+
+class _Commands(click.Group):
+    """A group that turns acp-proxy's own errors into one line on stderr and exit status 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except AcpProxyError as error:
+            report(str(error))
+            ctx.exit(1)
+
+
+def report(message: str) -> None:
+    """Say something on stderr as the proxy (never stdout: that is the protocol channel)."""
+    data = f"acp-proxy: {message}\n".encode(errors="replace")
+    with contextlib.suppress(OSError):  # nowhere left to say it
+        os.write(2, data)
+
+
+def _db_option() -> click.Option:
+    return click.Option(
+        ["--db"],
+        type=click.Path(dir_okay=False, path_type=Path),
+        envvar=DB_ENV,
+        show_envvar=True,
+        default=None,
+        help=f"Recording database [default: {default_db_path()}].",
+    )
+
+
+def db_option(function: F) -> F:
+    """Add ``--db PATH`` (env ``ACP_PROXY_DB``) to a command."""
+    params = getattr(function, "__click_params__", [])
+    params.append(_db_option())
+    function.__click_params__ = params  # type: ignore[attr-defined]
+    return function
+
+
+def resolve_db(db: Path | None) -> Path:
+    return db if db is not None else default_db_path()
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="acp-proxy")
+def main() -> None:
+    """See, capture and replay Agent Client Protocol (ACP) traffic.
+
+    Put `acp-proxy record --` in front of an agent command in your editor's agent settings;
+    every frame both ways is then recorded in SQLite while the bytes pass through unchanged.
+    """
+
+
+@main.command(
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+)
+@db_option
+@click.option("--label", help="A name for this recording, usable wherever a REF is asked for.")
+@click.option(
+    "--grace",
+    type=click.FloatRange(min=0),
+    default=5.0,
+    show_default=True,
+    help="Seconds the agent gets to exit after the client closes its stdin, before SIGTERM "
+    "(and as long again before SIGKILL).",
+)
+@click.argument("agent_command", nargs=-1, required=True, type=click.UNPROCESSED)
+def record(
+    db: Path | None, label: str | None, grace: float, agent_command: tuple[str, ...]
+) -> None:
+    """Run AGENT_COMMAND behind the proxy and record the conversation.
+
+    Use it as the agent command of an ACP client:
+
+        acp-proxy record -- my-agent --its-flags
+
+    Client stdin goes to the agent's stdin, the agent's stdout to the client and its stderr to
+    stderr, byte for byte. Everything is recorded, stderr lines included. The exit status is
+    the agent's (128+N if signal N ended it; 127 or 126 if it could not start).
+    """
+    from .record import RecordOptions
+    from .record import record as run_record
+
+    options = RecordOptions(agent_command, resolve_db(db), label=label, grace=grace)
+    sys.exit(run_record(options, report))

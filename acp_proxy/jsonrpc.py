@@ -1,0 +1,209 @@
+"""Sans-I/O JSON-RPC 2.0 classification of one frame, and request/response correlation.
+
+Rules:
+- ``classify(raw)`` never raises on peer input: any bytes become a message value. Lines that are
+  not JSON (or not UTF-8) become ``Unparseable``; JSON that fits no JSON-RPC shape becomes
+  ``Invalid``; arrays become ``Batch`` (each entry classified on its own).
+- Ids stay exactly as sent: ``1`` and ``"1"`` are different ids, and so are ``1`` and ``true``.
+  ``id_key()`` gives a hashable key that keeps the JSON type.
+- A message whose ``"jsonrpc"`` member is not ``"2.0"`` keeps its shape but is flagged.
+- A response carries no method: ``Correlator`` remembers, per direction, which method each
+  request id was sent with, so the answer travelling the other way can be named.
+- This module knows no process, clock or database.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import orjson
+
+JsonId = str | int | float | None
+
+
+class Kind(StrEnum):
+    """What a frame is, as JSON-RPC sees it. Stored as text in recordings."""
+
+    REQUEST = "request"
+    NOTIFICATION = "notification"
+    RESPONSE = "response"
+    ERROR = "error"
+    BATCH = "batch"
+    INVALID = "invalid"  # JSON, but no JSON-RPC shape
+    UNPARSEABLE = "unparseable"  # not JSON at all, or not UTF-8
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    id: JsonId
+    method: str
+    params: Any
+    jsonrpc_ok: bool = True
+    kind: Kind = Kind.REQUEST
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    method: str
+    params: Any
+    jsonrpc_ok: bool = True
+    kind: Kind = Kind.NOTIFICATION
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    id: JsonId
+    result: Any
+    jsonrpc_ok: bool = True
+    kind: Kind = Kind.RESPONSE
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorResponse:
+    id: JsonId
+    code: Any  # an integer from a well-behaved peer; kept as sent otherwise
+    message: Any
+    data: Any
+    jsonrpc_ok: bool = True
+    kind: Kind = Kind.ERROR
+
+
+@dataclass(frozen=True, slots=True)
+class Invalid:
+    """Valid JSON that is not a JSON-RPC message (also used for bad batch entries)."""
+
+    value: Any
+    reason: str
+    jsonrpc_ok: bool = False
+    kind: Kind = Kind.INVALID
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    items: tuple[Message, ...]
+    jsonrpc_ok: bool = True
+    kind: Kind = Kind.BATCH
+
+
+@dataclass(frozen=True, slots=True)
+class Unparseable:
+    """Bytes that are not one JSON value. ``bad_utf8`` says the bytes are not even UTF-8."""
+
+    reason: str
+    bad_utf8: bool
+    jsonrpc_ok: bool = False
+    kind: Kind = Kind.UNPARSEABLE
+
+
+Message = Request | Notification | Response | ErrorResponse | Invalid | Batch | Unparseable
+
+
+def id_key(value: JsonId) -> tuple[str, JsonId]:
+    """A hashable key for an id that keeps its JSON type (``1``, ``1.0`` and ``"1"`` differ)."""
+    return (type(value).__name__, value)
+
+
+def _valid_id(value: object) -> bool:
+    # bool is an int subclass in Python but not a JSON-RPC id type.
+    return value is None or (isinstance(value, str | int | float) and not isinstance(value, bool))
+
+
+def decode(raw: bytes) -> tuple[Any, Unparseable | None]:
+    """Parse one line as JSON. Returns ``(value, None)`` or ``(None, Unparseable)``."""
+    try:
+        return orjson.loads(raw), None
+    except orjson.JSONDecodeError as fast_error:
+        # orjson refuses a few things JSON allows (lone surrogate escapes); ask the strict
+        # standard parser before calling the line broken. This path only runs on odd input.
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None, Unparseable("not UTF-8", bad_utf8=True)
+        try:
+            return json.loads(text, parse_constant=_reject_constant), None
+        except (ValueError, RecursionError):
+            reason = "empty line" if not text.strip() else f"not JSON: {fast_error}"
+            return None, Unparseable(reason, bad_utf8=False)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def classify_value(value: Any) -> Message:
+    """Classify an already-parsed JSON value."""
+    if isinstance(value, list):
+        return Batch(tuple(_classify_entry(item) for item in value), jsonrpc_ok=bool(value))
+    return _classify_entry(value)
+
+
+def _classify_entry(value: Any) -> Message:
+    if not isinstance(value, dict):
+        return Invalid(value, "not a JSON object")
+    jsonrpc_ok = value.get("jsonrpc") == "2.0"
+    method = value.get("method")
+    has_id = "id" in value
+    msg_id = value.get("id")
+    if has_id and not _valid_id(msg_id):
+        return Invalid(value, "id is not a string, number or null")
+    if method is not None:
+        if not isinstance(method, str):
+            return Invalid(value, "method is not a string")
+        params = value.get("params")
+        if has_id:
+            return Request(msg_id, method, params, jsonrpc_ok)
+        return Notification(method, params, jsonrpc_ok)
+    if not has_id:
+        return Invalid(value, "neither method nor id")
+    if "error" in value:
+        error = value["error"]
+        if isinstance(error, dict):
+            return ErrorResponse(
+                msg_id, error.get("code"), error.get("message"), error.get("data"), jsonrpc_ok
+            )
+        return Invalid(value, "error is not an object")
+    if "result" in value:
+        return Response(msg_id, value["result"], jsonrpc_ok)
+    return Invalid(value, "id without method, result or error")
+
+
+def classify(raw: bytes) -> Message:
+    """Classify one frame's raw bytes. Never raises on peer input."""
+    value, failure = decode(raw)
+    if failure is not None:
+        return failure
+    return classify_value(value)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingRequest:
+    """What a response needs to know about the request it answers."""
+
+    method: str
+    seq: int
+
+
+class Correlator:
+    """Remembers outstanding requests per sending side so responses can be named.
+
+    ``sent(side, id, ...)`` records a request sent by ``side``; ``answered(side, id)`` looks up
+    the request that ``side`` sent and that a response now answers, and forgets it. A duplicate
+    id replaces the older entry: the later request is the one a peer would answer next.
+    """
+
+    __slots__ = ("_pending",)
+
+    def __init__(self) -> None:
+        self._pending: dict[tuple[str, tuple[str, JsonId]], PendingRequest] = {}
+
+    def sent(self, side: str, request_id: JsonId, method: str, seq: int) -> None:
+        self._pending[(side, id_key(request_id))] = PendingRequest(method, seq)
+
+    def answered(self, side: str, request_id: JsonId) -> PendingRequest | None:
+        return self._pending.pop((side, id_key(request_id)), None)
+
+    def outstanding(self) -> int:
+        return len(self._pending)

@@ -1,0 +1,101 @@
+"""``record``: one proxied connection, from spawning the agent to the last committed frame.
+
+Rules:
+- The agent is spawned before anything slow happens (opening the database, starting the event
+  loop), so the proxy adds as little as possible to the agent's start-up.
+- Recording never blocks forwarding except through the tap's byte bound; a recording that
+  fails is reported once and forwarding goes on (see recorder.py).
+- An agent that cannot start gets the shell's exit status (127 not found, 126 not executable),
+  a one-line message and, where the database works, a connection row that says so.
+- After the agent has exited, the recorder gets ``flush_deadline`` seconds to commit the rest.
+- The exit status is the agent's (128+N for signal N).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import __version__
+from .errors import RecordingError
+from .relay import SpawnFailed, spawn_agent
+
+FLUSH_DEADLINE = 30.0
+Reporter = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordOptions:
+    agent_argv: Sequence[str]
+    db_path: Path
+    label: str | None = None
+    grace: float = 5.0
+    flush_deadline: float = FLUSH_DEADLINE
+
+
+def record(options: RecordOptions, report: Reporter) -> int:
+    """Run the agent behind the proxy, recording everything; return the exit status."""
+    clock_origin = (time.monotonic_ns(), time.time_ns())
+    try:
+        process = spawn_agent(options.agent_argv)
+    except SpawnFailed as failure:
+        report(str(failure))
+        _record_spawn_failure(options, str(failure), clock_origin[1], report)
+        return failure.exit_status
+
+    # Imported after the spawn: the agent starts while these load.
+    import anyio
+
+    from .recorder import Recorder, Tap
+    from .relay import relay
+    from .store import NewConnection
+
+    tap = Tap(report=report)
+    new = NewConnection(
+        argv=options.agent_argv, cwd=os.getcwd(), proxy_version=__version__,
+        proxy_pid=os.getpid(), label=options.label, started_ns=clock_origin[1],
+    )  # fmt: skip
+    recorder = Recorder(options.db_path, new, tap, report, clock_origin=clock_origin)
+    recorder.set_connection(agent_pid=process.pid)
+    recorder.start()
+    try:
+        ended = anyio.run(functools.partial(relay, process, tap, report, grace=options.grace))
+    finally:
+        if process.returncode is None:  # the relay itself failed: do not leave the agent behind
+            process.kill()
+            process.wait()
+    recorder.set_connection(
+        status="exited" if ended.signal is None else "signalled",
+        ended_ns=time.time_ns(), exit_code=ended.exit_code, exit_signal=ended.signal,
+    )  # fmt: skip
+    tap.close()
+    if not recorder.join(options.flush_deadline):
+        report(
+            f"the recording was still being written {options.flush_deadline:g}s after the "
+            "agent exited; the last frames may be missing"
+        )
+    return ended.exit_status
+
+
+def _record_spawn_failure(
+    options: RecordOptions, error: str, started_ns: int, report: Reporter
+) -> None:
+    from .store import NewConnection, RecordingWriter, connect
+
+    new = NewConnection(
+        argv=options.agent_argv, cwd=os.getcwd(), proxy_version=__version__,
+        proxy_pid=os.getpid(), label=options.label, started_ns=started_ns,
+    )  # fmt: skip
+    try:
+        db = connect(options.db_path)
+        try:
+            writer = RecordingWriter.start(db, new)
+            writer.update(status="spawn_failed", error=error, ended_ns=time.time_ns())
+        finally:
+            db.close()
+    except RecordingError as failure:
+        report(f"{failure}; the failed start was not recorded")
