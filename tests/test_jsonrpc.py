@@ -1,0 +1,145 @@
+"""classify(): every byte string becomes a message value; ids keep their JSON type."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from acp_proxy.jsonrpc import (
+    Batch,
+    Correlator,
+    ErrorResponse,
+    Invalid,
+    Kind,
+    Notification,
+    Request,
+    Response,
+    Unparseable,
+    classify,
+    id_key,
+)
+
+
+def test_request_keeps_id_type() -> None:
+    number = classify(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}\n')
+    text = classify(b'{"jsonrpc":"2.0","id":"1","method":"initialize","params":{}}\n')
+    assert isinstance(number, Request)
+    assert isinstance(text, Request)
+    assert number.id == 1
+    assert text.id == "1"
+    assert id_key(number.id) != id_key(text.id)
+    assert id_key(1) != id_key(1.0)
+
+
+@pytest.mark.parametrize(
+    ("raw", "kind"),
+    [
+        (b'{"jsonrpc":"2.0","method":"session/update","params":{}}', Kind.NOTIFICATION),
+        (b'{"jsonrpc":"2.0","id":0,"result":null}', Kind.RESPONSE),
+        (b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}', Kind.ERROR),
+        (b'{"jsonrpc":"2.0","id":3,"result":{}}\r\n', Kind.RESPONSE),
+        (b"[]", Kind.BATCH),
+        (b'[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":1,"method":"b"}]', Kind.BATCH),
+        (b'{"hello":1}', Kind.INVALID),
+        (b"42", Kind.INVALID),
+        (b'{"jsonrpc":"2.0","id":true,"method":"x"}', Kind.INVALID),
+        (b'{"jsonrpc":"2.0","id":{"a":1},"result":1}', Kind.INVALID),
+        (b'{"jsonrpc":"2.0","method":5}', Kind.INVALID),
+        (b'{"jsonrpc":"2.0","id":1,"error":"bad"}', Kind.INVALID),
+        (b'{"jsonrpc":"2.0","id":1}', Kind.INVALID),
+        (b"not json\n", Kind.UNPARSEABLE),
+        (b"\n", Kind.UNPARSEABLE),
+        (b'{"a":1} trailing', Kind.UNPARSEABLE),
+        (b'{"a":NaN}', Kind.UNPARSEABLE),
+        (b'{"a":"\xff"}\n', Kind.UNPARSEABLE),
+    ],
+)
+def test_kinds(raw: bytes, kind: Kind) -> None:
+    assert classify(raw).kind is kind
+
+
+def test_missing_jsonrpc_member_keeps_shape_but_is_flagged() -> None:
+    message = classify(b'{"id":1,"method":"initialize"}')
+    assert isinstance(message, Request)
+    assert not message.jsonrpc_ok
+
+
+def test_bad_utf8_is_told_apart_from_bad_json() -> None:
+    bad_utf8 = classify(b'{"a":"\xc3\x28"}')
+    bad_json = classify(b"{nope")
+    assert isinstance(bad_utf8, Unparseable)
+    assert bad_utf8.bad_utf8
+    assert isinstance(bad_json, Unparseable)
+    assert not bad_json.bad_utf8
+
+
+def test_lone_surrogate_escape_is_still_json() -> None:
+    # JSON's grammar allows it; orjson refuses it, the fallback parser accepts it.
+    message = classify(b'{"jsonrpc":"2.0","method":"m","params":{"t":"\\ud800"}}')
+    assert isinstance(message, Notification)
+
+
+def test_batch_entries_are_classified_one_by_one() -> None:
+    message = classify(b'[{"jsonrpc":"2.0","id":1,"method":"a"}, 7]')
+    assert isinstance(message, Batch)
+    assert [type(item) for item in message.items] == [Request, Invalid]
+    empty = classify(b"[]")
+    assert isinstance(empty, Batch)
+    assert not empty.jsonrpc_ok
+
+
+def test_error_keeps_fields_as_sent() -> None:
+    message = classify(b'{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"nope"}}')
+    assert message == ErrorResponse(2, -32601, "nope", None)
+
+
+def test_correlator_names_responses_per_side() -> None:
+    correlator = Correlator()
+    correlator.sent("client", 0, "initialize", 1)
+    correlator.sent("agent", 0, "session/request_permission", 5)
+    assert correlator.answered("agent", 0) is not None
+    first = correlator.answered("client", 0)
+    assert first is not None
+    assert first.method == "initialize"
+    assert correlator.answered("client", 0) is None
+    correlator.sent("client", "7", "session/prompt", 9)
+    assert correlator.answered("client", 7) is None
+    assert correlator.outstanding() == 1
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(st.binary(max_size=300))
+def test_any_bytes_classify_without_raising(raw: bytes) -> None:
+    assert classify(raw).kind in set(Kind)
+
+
+@given(json_values)
+def test_any_json_value_classifies_without_raising(value: object) -> None:
+    message = classify(json.dumps(value).encode())
+    assert message.kind is not Kind.UNPARSEABLE
+
+
+@given(
+    st.one_of(st.integers(-(2**63), 2**63 - 1), st.text(), st.none()),
+    st.text(min_size=1),
+)
+def test_requests_round_trip_their_id(request_id: object, method: str) -> None:
+    raw = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method}).encode()
+    message = classify(raw)
+    assert isinstance(message, Request)
+    assert id_key(message.id) == id_key(request_id)  # type: ignore[arg-type]
+    response = classify(json.dumps({"jsonrpc": "2.0", "id": request_id, "result": 1}).encode())
+    assert isinstance(response, Response)
