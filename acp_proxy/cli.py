@@ -108,3 +108,41 @@ def record(
 
     options = RecordOptions(agent_command, resolve_db(db), label=label, grace=grace)
     sys.exit(run_record(options, report))
+
+
+@main.command()
+@db_option
+@click.option("--label", default="demo", show_default=True, help="Label of the demo recording.")
+@click.option("--prompt", "prompts", multiple=True, help="What the demo client says (repeatable).")
+def demo(db: Path | None, label: str, prompts: tuple[str, ...]) -> None:
+    """Record a real ACP conversation, then say where it is and what it holds.
+
+    Runs a small client and agent written on the official ACP Python SDK, with
+    `acp-proxy record` between them exactly as an editor would run it. The client's view of the
+    conversation is printed first, then a summary read back from the database. Needs the
+    `demo` extra (`pip install 'acp-proxy[demo]'`).
+    """
+    import asyncio
+    import importlib.util
+
+    if importlib.util.find_spec("acp") is None:
+        report("the demo needs the ACP Python SDK: pip install 'acp-proxy[demo]'")
+        sys.exit(1)
+    from .demo import AGENT_MODULE
+    from .demo.client import run_demo_client
+    from .store import connect, resolve_ref, summarize
+    from .summary import render_summary
+
+    db_path = resolve_db(db)
+    agent = [sys.executable, "-m", AGENT_MODULE]
+    proxied = [sys.executable, "-m", "acp_proxy", "record", "--db", str(db_path)]
+    proxied += ["--label", label, "--", *agent]
+    attached = str(Path(__file__).parent / "demo" / "agent.py")
+    shown = ["acp-proxy", *proxied[3:-3], "python", "-m", AGENT_MODULE]
+    click.echo(f"demo client -> {' '.join(shown)}\n")
+    status = asyncio.run(run_demo_client(proxied, list(prompts), attached, sys.stdout))
+    sys.stdout.flush()
+    database = connect(db_path, create=False)
+    summary = summarize(database, resolve_ref(database, label))
+    click.echo("\n" + render_summary(summary, db_path), nl=False)
+    sys.exit(status)
