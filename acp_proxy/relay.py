@@ -2,8 +2,9 @@
 
 Rules:
 - Each direction is one long loop in its own worker thread: blocking ``os.read`` of whatever
-  is there (never waiting for a line or a full buffer), ``os.write`` of the same bytes, then
-  ``tap.put`` of the chunk. Bytes are written on before anything else looks at them.
+  is there (never waiting for a line or a full buffer), ``tap.put`` of the chunk, ``os.write``
+  of the same bytes. The chunk is queued for the recorder before it is written on, so a reply
+  can never be recorded before its cause; nothing looks inside it on this path.
 - The loops wait in ``poll`` on their source and on a shared stop pipe, so the task group can
   end them when the agent is gone; no thread is ever left blocked on a read.
 - anyio owns the structure: one task group holds the loops, the reaper and the signal task.
@@ -106,6 +107,9 @@ def pump(
 ) -> None:  # fmt: skip
     """Forward ``source`` to ``destination`` chunk by chunk until EOF or stop; tap each chunk.
 
+    ``tap.put`` comes first: it is cheap, and it only waits when the recorder is more than the
+    tap's bound behind (the documented backpressure).
+
     A destination that goes away (EPIPE) stops the forwarding, not the reading: what the
     peer still says is recorded.
     """
@@ -124,7 +128,9 @@ def pump(
             chunk = b""
         if not chunk:
             break
-        now = monotonic_ns()
+        # Queued before it is written on: once the peer can see these bytes, it can answer,
+        # and the answer must never get an earlier place in the timeline than its cause.
+        put(direction, monotonic_ns(), chunk)
         if forwarding:
             try:
                 _write_all(destination, chunk)
@@ -132,7 +138,6 @@ def pump(
                 forwarding = False
                 if error.errno not in (errno.EPIPE, errno.EBADF):
                     report(f"cannot forward {direction.value}: {error.strerror or error}")
-        put(direction, now, chunk)
     put(direction, monotonic_ns(), b"")
 
 

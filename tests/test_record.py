@@ -356,3 +356,29 @@ def test_label_and_environment_database(tmp_path: Path) -> None:
     assert row["cwd"] == os.getcwd()
     assert row["agent_pid"] > 0
     assert row["proxy_version"]
+
+
+def test_replies_never_precede_their_cause_in_the_timeline(db_path: Path) -> None:
+    # The echo agent can only write what it has read: at every point of the timeline the
+    # recorded agent bytes must not exceed the recorded client bytes.
+    proxy = start(proxy_argv(db_path, "echo"))
+    assert proxy.stdin is not None
+    assert proxy.stdout is not None
+    for n in range(300):
+        message = b'{"jsonrpc":"2.0","id":%d,"method":"_echo","params":{}}\n' % n
+        proxy.stdin.write(message)
+        proxy.stdin.flush()
+        assert read_exactly(proxy.stdout.fileno(), len(message)) == message
+    proxy.stdin.close()
+    assert proxy.wait(timeout=20) == 0
+    proxy.stdout.close()
+    assert proxy.stderr is not None
+    proxy.stderr.close()
+    sent = echoed = 0
+    for row in frames(db_path):
+        if row["direction"] == "c2a":
+            sent += row["size"]
+        elif row["direction"] == "a2c":
+            echoed += row["size"]
+        assert echoed <= sent, f"seq {row['seq']}: an echo was recorded before its request"
+    assert sent == echoed

@@ -1,0 +1,1 @@
+"""Integration tests that drive real ACP peers (see conftest.py)."""
