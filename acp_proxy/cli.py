@@ -25,8 +25,32 @@ from .paths import DB_ENV, default_db_path
 F = TypeVar("F")
 
 
+# Commands defined in other modules, loaded only when used (``record`` must start fast):
+# name -> "module:attribute". Add new command modules here.
+LAZY_COMMANDS: dict[str, str] = {}
+
+
 class _Commands(click.Group):
-    """A group that turns acp-proxy's own errors into one line on stderr and exit status 1."""
+    """The top-level group.
+
+    Turns acp-proxy's own errors into one line on stderr and exit status 1, and loads the
+    commands of ``LAZY_COMMANDS`` on first use.
+    """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        target = LAZY_COMMANDS.get(name)
+        if target is None:
+            return super().get_command(ctx, name)
+        import importlib
+
+        module_name, _, attribute = target.partition(":")
+        command = getattr(importlib.import_module(module_name), attribute)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{target} is not a click command")
+        return command
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
