@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -133,41 +133,77 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def classify_value(value: Any) -> Message:
-    """Classify an already-parsed JSON value."""
-    if isinstance(value, list):
-        return Batch(tuple(_classify_entry(item) for item in value), jsonrpc_ok=bool(value))
-    return _classify_entry(value)
+class Envelope(NamedTuple):
+    """The JSON-RPC shape of one parsed value, without building message objects.
+
+    ``payload`` is the params (request, notification), the result (response), the error object
+    (error), the entries (batch) or the reason (invalid). This is the one place where the
+    shape rules live; ``classify_value`` and the recorder's hot path both use it.
+    """
+
+    kind: Kind
+    id: JsonId
+    method: str | None
+    payload: Any
+    jsonrpc_ok: bool
 
 
-def _classify_entry(value: Any) -> Message:
-    if not isinstance(value, dict):
-        return Invalid(value, "not a JSON object")
+def envelope(value: Any) -> Envelope:
+    """The JSON-RPC shape of an already-parsed JSON value. Never raises."""
+    if type(value) is not dict:
+        if isinstance(value, list):
+            return Envelope(Kind.BATCH, None, None, value, bool(value))
+        if not isinstance(value, dict):
+            return Envelope(Kind.INVALID, None, None, "not a JSON object", False)
     jsonrpc_ok = value.get("jsonrpc") == "2.0"
     method = value.get("method")
     has_id = "id" in value
     msg_id = value.get("id")
     if has_id and not _valid_id(msg_id):
-        return Invalid(value, "id is not a string, number or null")
+        return Envelope(Kind.INVALID, None, None, "id is not a string, number or null", False)
     if method is not None:
-        if not isinstance(method, str):
-            return Invalid(value, "method is not a string")
-        params = value.get("params")
+        if type(method) is not str:
+            return Envelope(Kind.INVALID, None, None, "method is not a string", False)
         if has_id:
-            return Request(msg_id, method, params, jsonrpc_ok)
-        return Notification(method, params, jsonrpc_ok)
+            return Envelope(Kind.REQUEST, msg_id, method, value.get("params"), jsonrpc_ok)
+        return Envelope(Kind.NOTIFICATION, None, method, value.get("params"), jsonrpc_ok)
     if not has_id:
-        return Invalid(value, "neither method nor id")
+        return Envelope(Kind.INVALID, None, None, "neither method nor id", False)
     if "error" in value:
         error = value["error"]
         if isinstance(error, dict):
-            return ErrorResponse(
-                msg_id, error.get("code"), error.get("message"), error.get("data"), jsonrpc_ok
-            )
-        return Invalid(value, "error is not an object")
+            return Envelope(Kind.ERROR, msg_id, None, error, jsonrpc_ok)
+        return Envelope(Kind.INVALID, None, None, "error is not an object", False)
     if "result" in value:
-        return Response(msg_id, value["result"], jsonrpc_ok)
-    return Invalid(value, "id without method, result or error")
+        return Envelope(Kind.RESPONSE, msg_id, None, value["result"], jsonrpc_ok)
+    return Envelope(Kind.INVALID, None, None, "id without method, result or error", False)
+
+
+def classify_value(value: Any) -> Message:
+    """Classify an already-parsed JSON value."""
+    kind, msg_id, method, payload, jsonrpc_ok = envelope(value)
+    if kind is Kind.NOTIFICATION:
+        assert method is not None
+        return Notification(method, payload, jsonrpc_ok)
+    if kind is Kind.REQUEST:
+        assert method is not None
+        return Request(msg_id, method, payload, jsonrpc_ok)
+    if kind is Kind.RESPONSE:
+        return Response(msg_id, payload, jsonrpc_ok)
+    if kind is Kind.ERROR:
+        return ErrorResponse(
+            msg_id, payload.get("code"), payload.get("message"), payload.get("data"), jsonrpc_ok
+        )
+    if kind is Kind.BATCH:
+        return Batch(tuple(classify_value_entry(item) for item in payload), jsonrpc_ok)
+    return Invalid(value, payload)
+
+
+def classify_value_entry(value: Any) -> Message:
+    """Classify one entry of a batch (a nested array is not a message)."""
+    if isinstance(value, list):
+        return Invalid(value, "not a JSON object")
+    return classify_value(value)
 
 
 def classify(raw: bytes) -> Message:

@@ -19,20 +19,15 @@ from typing import Any, NamedTuple
 
 from . import acp
 from .acp import Direction
-from .jsonrpc import (
-    Batch,
-    Correlator,
-    ErrorResponse,
-    Message,
-    Notification,
-    Request,
-    Response,
-    Unparseable,
-    classify,
-)
+from .jsonrpc import Correlator, JsonId, Kind, decode, envelope
 from .wire import Frame
 
 STDERR_KIND = "stderr"
+_STDERR = Direction.AGENT_STDERR
+_SESSION_UPDATE = acp.SESSION_UPDATE
+_REQUEST, _NOTIFICATION, _RESPONSE, _ERROR, _BATCH = (
+    Kind.REQUEST, Kind.NOTIFICATION, Kind.RESPONSE, Kind.ERROR, Kind.BATCH,
+)  # fmt: skip
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
@@ -121,32 +116,25 @@ class ConnectionObserver:
     def observe(
         self, direction: Direction, frame: Frame, mono_ns: int, wall_ns: int
     ) -> FrameRecord:
-        self._seq += 1
-        seq = self._seq
-        raw = frame.raw
-        no_newline = 0 if frame.complete else 1
-        if direction is Direction.AGENT_STDERR:
+        """The row for the next frame of the connection (this is the recorder's hot path)."""
+        self._seq = seq = self._seq + 1
+        raw, offset, complete = frame
+        no_newline = 0 if complete else 1
+        if direction is _STDERR:
             return FrameRecord(
-                seq, direction.value, mono_ns, wall_ns, frame.offset, len(raw), raw,
+                seq, direction, mono_ns, wall_ns, offset, len(raw), raw,
                 STDERR_KIND, None, None, None, None, None, None, None, None, None,
                 0, 0, 0, 0, no_newline,
             )  # fmt: skip
-        message = classify(raw)
-        return self._record(direction, seq, frame, raw, message, mono_ns, wall_ns, no_newline)
-
-    def _record(
-        self,
-        direction: Direction,
-        seq: int,
-        frame: Frame,
-        raw: bytes,
-        message: Message,
-        mono_ns: int,
-        wall_ns: int,
-        no_newline: int,
-    ) -> FrameRecord:
+        value, failure = decode(raw)
+        if failure is not None:
+            return FrameRecord(
+                seq, direction, mono_ns, wall_ns, offset, len(raw), raw,
+                failure.kind, None, None, None, None, None, None, None, None, None,
+                1, 1 if failure.bad_utf8 else 0, 1, 0, no_newline,
+            )  # fmt: skip
+        kind, message_id_or_none, method, payload, jsonrpc_ok = envelope(value)
         rpc_id: str | int | float | None = None
-        method: str | None = None
         request_seq: int | None = None
         session_id: str | None = None
         update_kind: str | None = None
@@ -154,74 +142,87 @@ class ConnectionObserver:
         tool_call_id: str | None = None
         error_code: int | None = None
         stop_reason: str | None = None
-        bad_json = bad_utf8 = batch = 0
+        batch = 0
 
-        if isinstance(message, Request | Notification):
-            method = message.method
-            params = message.params
-            if isinstance(params, dict):
-                session_id = _str(params.get("sessionId"))
-                if method == acp.SESSION_UPDATE:
-                    update = params.get("update")
-                    if isinstance(update, dict):
-                        update_kind = _str(update.get("sessionUpdate"))
-                        message_id = _str(update.get("messageId"))
-                        tool_call_id = _str(update.get("toolCallId"))
-                        stop_reason = _str(update.get("stopReason"))
+        if kind is _NOTIFICATION or kind is _REQUEST:
+            if type(payload) is dict:
+                session_id = payload.get("sessionId")
+                if type(session_id) is not str:
+                    session_id = None
+                if method == _SESSION_UPDATE:
+                    update = payload.get("update")
+                    if type(update) is dict:
+                        # Inlined type checks: this branch runs for nearly every frame.
+                        get = update.get
+                        update_kind = get("sessionUpdate")
+                        if type(update_kind) is not str:
+                            update_kind = None
+                        message_id = get("messageId")
+                        if type(message_id) is not str:
+                            message_id = None
+                        tool_call_id = get("toolCallId")
+                        if type(tool_call_id) is not str:
+                            tool_call_id = None
+                        stop_reason = get("stopReason")
+                        if type(stop_reason) is not str:
+                            stop_reason = None
                 elif method == acp.REQUEST_PERMISSION:
-                    tool_call = params.get("toolCall")
-                    if isinstance(tool_call, dict):
+                    tool_call = payload.get("toolCall")
+                    if type(tool_call) is dict:
                         tool_call_id = _str(tool_call.get("toolCallId"))
-            if isinstance(message, Request):
-                rpc_id = storable_id(message.id)
-                self._remember(direction, message, seq, session_id)
-        elif isinstance(message, Response | ErrorResponse):
-            rpc_id = storable_id(message.id)
-            pending = self._correlator.answered(direction.opposite.sender, message.id)
+            if kind is _REQUEST:
+                assert method is not None
+                rpc_id = storable_id(message_id_or_none)
+                self._remember(direction, message_id_or_none, method, payload, seq, session_id)
+        elif kind is _RESPONSE or kind is _ERROR:
+            rpc_id = storable_id(message_id_or_none)
+            pending = self._correlator.answered(direction.opposite.sender, message_id_or_none)
             if pending is not None:
                 method = pending.method
                 request_seq = pending.seq
                 session_id = self._sessions_of_requests.pop(pending.seq, None)
-            if isinstance(message, ErrorResponse):
-                error_code = _int(message.code)
-            else:
-                result = message.result
-                if isinstance(result, dict):
-                    if method in acp.SESSION_CREATING_METHODS:
-                        session_id = _str(result.get("sessionId")) or session_id
-                    elif method == acp.SESSION_PROMPT:
-                        stop_reason = _str(result.get("stopReason"))
-                        message_id = _str(result.get("messageId"))
-                    elif method == acp.INITIALIZE and direction is Direction.AGENT_TO_CLIENT:
-                        self._initialized(result)
-        elif isinstance(message, Batch):
+            if kind is _ERROR:
+                error_code = _int(payload.get("code"))
+            elif type(payload) is dict:
+                if method in acp.SESSION_CREATING_METHODS:
+                    session_id = _str(payload.get("sessionId")) or session_id
+                elif method == acp.SESSION_PROMPT:
+                    stop_reason = _str(payload.get("stopReason"))
+                    message_id = _str(payload.get("messageId"))
+                elif method == acp.INITIALIZE and direction is Direction.AGENT_TO_CLIENT:
+                    self._initialized(payload)
+        elif kind is _BATCH:
             batch = 1
-            for item in message.items:
-                if isinstance(item, Request):
-                    session = (
-                        item.params.get("sessionId") if isinstance(item.params, dict) else None
-                    )
-                    self._remember(direction, item, seq, _str(session))
-        elif isinstance(message, Unparseable):
-            bad_json = 1
-            bad_utf8 = 1 if message.bad_utf8 else 0
+            for item in payload:
+                entry = envelope(item) if type(item) is dict else None
+                if entry is not None and entry.kind is _REQUEST:
+                    params = entry.payload
+                    session = params.get("sessionId") if type(params) is dict else None
+                    assert entry.method is not None
+                    self._remember(direction, entry.id, entry.method, params, seq, _str(session))
 
         return FrameRecord(
-            seq, direction.value, mono_ns, wall_ns, frame.offset, len(raw), raw,
-            message.kind.value, rpc_id, method, request_seq, session_id, update_kind, message_id,
-            tool_call_id, error_code, stop_reason, bad_json, bad_utf8,
-            0 if message.jsonrpc_ok else 1, batch, no_newline,
+            seq, direction, mono_ns, wall_ns, offset, len(raw), raw,
+            kind, rpc_id, method, request_seq, session_id, update_kind, message_id,
+            tool_call_id, error_code, stop_reason, 0, 0, 0 if jsonrpc_ok else 1, batch,
+            no_newline,
         )  # fmt: skip
 
     def _remember(
-        self, direction: Direction, request: Request, seq: int, session_id: str | None
+        self,
+        direction: Direction,
+        request_id: JsonId,
+        method: str,
+        params: Any,
+        seq: int,
+        session_id: str | None,
     ) -> None:
-        self._correlator.sent(direction.sender, request.id, request.method, seq)
+        self._correlator.sent(direction.sender, request_id, method, seq)
         if session_id is not None:
             self._sessions_of_requests[seq] = session_id
-        if request.method == acp.INITIALIZE and direction is Direction.CLIENT_TO_AGENT:
-            self.requested_protocol_version = acp.protocol_version(request.params)
-            self.client_info = acp.client_info(request.params)
+        if method == acp.INITIALIZE and direction is Direction.CLIENT_TO_AGENT:
+            self.requested_protocol_version = acp.protocol_version(params)
+            self.client_info = acp.client_info(params)
             self.facts_changed = True
 
     def _initialized(self, result: dict[str, Any]) -> None:

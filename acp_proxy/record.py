@@ -47,36 +47,41 @@ def record(options: RecordOptions, report: Reporter) -> int:
         _record_spawn_failure(options, str(failure), clock_origin[1], report)
         return failure.exit_status
 
-    # Imported after the spawn: the agent starts while these load.
-    import anyio
-
-    from .recorder import Recorder, Tap
-    from .relay import relay
+    from .recorder_process import start_recorder_process
     from .store import NewConnection
 
-    tap = Tap(report=report)
     new = NewConnection(
         argv=options.agent_argv, cwd=os.getcwd(), proxy_version=__version__,
         proxy_pid=os.getpid(), label=options.label, started_ns=clock_origin[1],
     )  # fmt: skip
-    recorder = Recorder(options.db_path, new, tap, report, clock_origin=clock_origin)
-    recorder.set_connection(agent_pid=process.pid)
-    recorder.start()
+    pipes = (process.stdin, process.stdout, process.stderr)
+    recorder = start_recorder_process(
+        options.db_path, new, clock_origin, report,
+        conversation_fds=[pipe.fileno() for pipe in pipes if pipe is not None],
+    )  # fmt: skip
+    recorder.tap.update(agent_pid=process.pid)
+
+    # Imported after the spawn and the fork: the agent starts while these load.
+    import anyio
+
+    from .relay import relay
+
     try:
-        ended = anyio.run(functools.partial(relay, process, tap, report, grace=options.grace))
+        ended = anyio.run(
+            functools.partial(relay, process, recorder.tap, report, grace=options.grace)
+        )
     finally:
         if process.returncode is None:  # the relay itself failed: do not leave the agent behind
             process.kill()
             process.wait()
-    recorder.set_connection(
+    recorder.tap.update(
         status="exited" if ended.signal is None else "signalled",
         ended_ns=time.time_ns(), exit_code=ended.exit_code, exit_signal=ended.signal,
     )  # fmt: skip
-    tap.close()
-    if not recorder.join(options.flush_deadline):
+    if recorder.finish(options.flush_deadline) is None:
         report(
             f"the recording was still being written {options.flush_deadline:g}s after the "
-            "agent exited; the last frames may be missing"
+            f"agent exited; it goes on in the background (pid {recorder.pid})"
         )
     return ended.exit_status
 

@@ -1,16 +1,18 @@
-"""The recorder: drains the tap off the forwarding path, frames, classifies and writes batches.
+"""The recorder: frames, classifies and writes the chunks of one connection, in batches.
 
 Rules:
-- Forwarding threads only ever call ``Tap.put`` after they have written a chunk on. The tap is
-  bounded by bytes: when the recorder falls behind by more than the bound, ``put`` waits (the
-  forwarding thread with it) and says so once. Nothing is dropped silently.
-- A chunk larger than the bound is still admitted when the tap is empty, so one huge frame
+- It runs in the recorder process (see recorder_process.py), fed through a ``ChunkQueue`` by
+  the thread that reads the tap pipe. The queue is bounded by bytes: when the recorder falls
+  behind by more than the bound, the reading thread waits, the pipe fills, and forwarding waits
+  for it; the recorder says so once. Nothing is dropped silently.
+- A chunk larger than the bound is still admitted when the queue is empty, so one huge frame
   can never deadlock forwarding.
-- All SQLite work happens on the recorder's one thread, through store.py. Each drain of the tap
-  is one transaction: under load batches grow by themselves, when idle every frame is
-  committed at once (``tail -f`` sees it, a SIGKILL loses at most the batch being written).
+- All SQLite work happens on the recorder's one thread, through store.py. Each drain of the
+  queue is one transaction: under load batches grow by themselves, when idle every frame is
+  committed at once (``tail -f`` sees it at once).
 - If the database cannot be opened or written, the recorder says so once on stderr, switches
-  the tap to discarding (forwarding goes on untouched) and counts what it could not record.
+  the queue to discarding (the pipe keeps being read, so forwarding goes on untouched) and
+  counts what it could not record.
 """
 
 from __future__ import annotations
@@ -28,18 +30,20 @@ from .observer import ConnectionObserver, FrameRecord
 from .store import NewConnection, RecordingWriter, connect
 from .wire import LineSplitter
 
-DEFAULT_TAP_BYTES = 64 * 1024 * 1024
+DEFAULT_QUEUE_BYTES = 32 * 1024 * 1024
 Reporter = Callable[[str], None]
 
-# A tap item: (direction, monotonic ns when read, chunk); an empty chunk marks end of stream.
-TapItem = tuple[Direction, int, bytes]
+# A queue item: (direction, monotonic ns when read, chunk); an empty chunk ends a stream.
+ChunkItem = tuple[Direction, int, bytes]
 
 
-class Tap:
-    """A byte-bounded hand-off from the forwarding threads to the recorder thread."""
+class ChunkQueue:
+    """A byte-bounded hand-off from the tap-reading thread to the recorder thread."""
 
-    def __init__(self, max_bytes: int = DEFAULT_TAP_BYTES, report: Reporter | None = None) -> None:
-        self._items: deque[TapItem] = deque()
+    def __init__(
+        self, max_bytes: int = DEFAULT_QUEUE_BYTES, report: Reporter | None = None
+    ) -> None:
+        self._items: deque[ChunkItem] = deque()
         self._bytes = 0
         self._max_bytes = max_bytes
         self._cond = threading.Condition()
@@ -51,7 +55,10 @@ class Tap:
         self.waits = 0
 
     def put(self, direction: Direction, mono_ns: int, chunk: bytes) -> None:
-        """Hand a forwarded chunk to the recorder (an empty chunk means end of stream)."""
+        """Hand a forwarded chunk to the recorder (an empty chunk means end of stream).
+
+        Waits while more than the bound is queued (unless the queue is empty).
+        """
         with self._cond:
             if self._discarding:
                 self.discarded_frames += chunk.count(b"\n")
@@ -73,7 +80,7 @@ class Tap:
             self._bytes += len(chunk)
             self._cond.notify_all()
 
-    def take(self) -> list[TapItem] | None:
+    def take(self) -> list[ChunkItem] | None:
         """Wait for chunks and take all of them; ``None`` once closed and empty."""
         with self._cond:
             while not self._items:
@@ -120,19 +127,19 @@ class RecorderStatus:
 
 
 class Recorder:
-    """Owns the recording of one connection on its own thread."""
+    """Owns the recording of one connection, on one thread (``run`` or ``start``)."""
 
     def __init__(
         self,
         db_path: Path,
         new_connection: NewConnection,
-        tap: Tap,
+        queue: ChunkQueue,
         report: Reporter,
         clock_origin: tuple[int, int] | None = None,
     ) -> None:
         self._db_path = db_path
         self._new = new_connection
-        self._tap = tap
+        self._queue = queue
         self._report = report
         mono0, wall0 = clock_origin or (time.monotonic_ns(), time.time_ns())
         self._wall_minus_mono = wall0 - mono0
@@ -140,13 +147,13 @@ class Recorder:
         self._splitters = {d: LineSplitter() for d in Direction}
         self._totals = {d: _Totals() for d in Direction}
         self._writer: RecordingWriter | None = None
-        self._ready = threading.Event()
         self._pending_updates: dict[str, object] = {}
         self._lock = threading.Lock()
         self.status = RecorderStatus()
         self._thread = threading.Thread(target=self._run, name="acp-proxy recorder", daemon=True)
 
     def start(self) -> None:
+        """Run the recorder on its own thread (see ``join``)."""
         self._thread.start()
 
     def join(self, timeout: float | None = None) -> bool:
@@ -161,6 +168,10 @@ class Recorder:
 
     # --- recorder thread ---------------------------------------------------------------
 
+    def run(self) -> None:
+        """Record until the queue is closed and drained, on the calling thread."""
+        self._run()
+
     def _run(self) -> None:
         try:
             db = connect(self._db_path)
@@ -169,7 +180,7 @@ class Recorder:
         except RecordingError as error:
             self._fail(error)
         while True:
-            items = self._tap.take()
+            items = self._queue.take()
             if items is None:
                 break
             if self._writer is None:
@@ -179,22 +190,24 @@ class Recorder:
             self._write(records)
         self._finish()
 
-    def _frames_of(self, items: list[TapItem]) -> list[FrameRecord]:
+    def _frames_of(self, items: list[ChunkItem]) -> list[FrameRecord]:
         records: list[FrameRecord] = []
         observe = self._observer.observe
         offset_ns = self._wall_minus_mono
         for direction, mono_ns, chunk in items:
             splitter = self._splitters[direction]
-            totals = self._totals[direction]
+            before = splitter.offset
             if chunk:
                 frames = splitter.feed(chunk)
             else:
                 last = splitter.finish()
                 frames = [] if last is None else [last]
-            for frame in frames:
-                records.append(observe(direction, frame, mono_ns, mono_ns + offset_ns))
-                totals.frames += 1
-                totals.size += len(frame.raw)
+            if frames:
+                wall_ns = mono_ns + offset_ns
+                records += [observe(direction, frame, mono_ns, wall_ns) for frame in frames]
+                totals = self._totals[direction]
+                totals.frames += len(frames)
+                totals.size += splitter.offset - before
         return records
 
     def _write(self, records: list[FrameRecord]) -> None:
@@ -218,7 +231,7 @@ class Recorder:
         if updates:
             writer.update(**updates)
 
-    def _count_lost(self, items: list[TapItem]) -> None:
+    def _count_lost(self, items: list[ChunkItem]) -> None:
         for direction, _, chunk in items:
             self.status.frames_lost += chunk.count(b"\n")
             self._totals[direction].size += len(chunk)
@@ -228,10 +241,10 @@ class Recorder:
             self.status.error = str(error)
             self._report(f"{error}; forwarding continues, nothing more will be recorded")
         self._writer = None
-        self._tap.discard()
+        self._queue.discard()
 
     def _finish(self) -> None:
-        self.status.frames_lost += self._tap.discarded_frames
+        self.status.frames_lost += self._queue.discarded_frames
         self.status.totals = {d.value: (t.frames, t.size) for d, t in self._totals.items()}
         writer = self._writer
         if writer is None:

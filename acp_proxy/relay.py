@@ -34,7 +34,7 @@ import anyio
 import anyio.to_thread
 
 from .acp import Direction
-from .recorder import Tap
+from .tap import PipeTap
 
 CHUNK_SIZE = 64 * 1024
 PIPE_SIZE = 1024 * 1024
@@ -102,7 +102,7 @@ def _write_all(fd: int, chunk: bytes) -> None:
 
 
 def pump(
-    source: int, destination: int, direction: Direction, tap: Tap, stop_fd: int,
+    source: int, destination: int, direction: Direction, tap: PipeTap, stop_fd: int,
     report: Reporter,
 ) -> None:  # fmt: skip
     """Forward ``source`` to ``destination`` chunk by chunk until EOF or stop; tap each chunk.
@@ -143,7 +143,7 @@ def pump(
 
 async def relay(
     process: subprocess.Popen[bytes],
-    tap: Tap,
+    tap: PipeTap,
     report: Reporter,
     *,
     grace: float = 5.0,

@@ -12,14 +12,11 @@ Rules:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-NEWLINE = 0x0A
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Frame:
-    """One line as it crossed the wire.
+class Frame(NamedTuple):
+    """One line as it crossed the wire (immutable; a tuple because the recorder makes millions).
 
     ``offset`` is the position of its first byte in its stream; ``complete`` is False only for a
     final line that ended without a newline.

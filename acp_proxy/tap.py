@@ -1,0 +1,112 @@
+"""The tap: how forwarded chunks reach the recorder process, through one pipe.
+
+Rules:
+- The forwarding threads call ``PipeTap.put`` with each chunk just before they write it on.
+  ``put`` writes a 14-byte header and the chunk to the pipe under a lock (several threads share
+  the pipe, and writes larger than PIPE_BUF are not atomic), so the order of messages in the
+  pipe is the order of the timeline.
+- ``put`` only waits when the pipe is full, i.e. when the recorder process is further behind
+  than its own byte bound (see recorder.py): that is the documented backpressure.
+- If the recorder process is gone (EPIPE), ``put`` stops sending and forwarding goes on.
+- Messages: ``CHUNK`` (direction, monotonic ns, bytes; empty bytes = end of that stream) and
+  ``UPDATE`` (JSON object of connection columns, e.g. the agent's exit status).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from .acp import Direction
+
+HEADER = struct.Struct("<BBQI")  # kind, direction, monotonic ns, payload length
+CHUNK, UPDATE = 1, 2
+DIRECTION_CODES = {Direction.CLIENT_TO_AGENT: 0, Direction.AGENT_TO_CLIENT: 1,
+                   Direction.AGENT_STDERR: 2}  # fmt: skip
+DIRECTIONS_BY_CODE = {code: direction for direction, code in DIRECTION_CODES.items()}
+
+
+class PipeTap:
+    """The forwarding side of the tap (any thread)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._lock = threading.Lock()
+        self._open = True
+
+    def put(self, direction: Direction, mono_ns: int, chunk: bytes) -> None:
+        """Send one forwarded chunk (``b""`` marks the end of that direction's stream)."""
+        header = HEADER.pack(CHUNK, DIRECTION_CODES[direction], mono_ns, len(chunk))
+        self._send(header, chunk)
+
+    def update(self, **columns: Any) -> None:
+        """Ask the recorder to set connection columns (agent pid, exit status ...)."""
+        payload = orjson.dumps(columns)
+        self._send(HEADER.pack(UPDATE, 0, 0, len(payload)), payload)
+
+    def close(self) -> None:
+        """No more messages: the recorder finishes once it has read what is in the pipe."""
+        with self._lock:
+            if self._open:
+                self._open = False
+                with contextlib.suppress(OSError):
+                    os.close(self._fd)
+
+    def _send(self, header: bytes, payload: bytes) -> None:
+        with self._lock:
+            if not self._open:
+                return
+            try:
+                written = os.writev(self._fd, (header, payload))
+                total = len(header) + len(payload)
+                if written < total:  # a signal interrupted a large write: finish it
+                    rest = memoryview(header + payload)[written:]
+                    while rest:
+                        rest = rest[os.write(self._fd, rest) :]
+            except OSError:
+                # The recorder process is gone; it has said why. Forwarding goes on.
+                self._open = False
+                with contextlib.suppress(OSError):
+                    os.close(self._fd)
+
+
+class TapReader:
+    """The recorder side of the tap: yields messages until the pipe is closed."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def _read_exactly(self, size: int) -> bytes | None:
+        parts: list[bytes] = []
+        missing = size
+        while missing:
+            data = os.read(self._fd, missing)
+            if not data:
+                return None
+            parts.append(data)
+            missing -= len(data)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def messages(self) -> Iterator[tuple[int, Direction, int, bytes]]:
+        """``(kind, direction, mono_ns, payload)`` in pipe order; ends at EOF."""
+        read_exactly = self._read_exactly
+        while True:
+            header = read_exactly(HEADER.size)
+            if header is None:
+                return
+            kind, code, mono_ns, length = HEADER.unpack(header)
+            payload = read_exactly(length) if length else b""
+            if payload is None:
+                return
+            yield kind, DIRECTIONS_BY_CODE.get(code, Direction.AGENT_STDERR), mono_ns, payload
+
+
+def decode_update(payload: bytes) -> dict[str, Any]:
+    value = orjson.loads(payload)
+    return value if isinstance(value, dict) else {}
