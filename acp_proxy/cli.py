@@ -27,7 +27,18 @@ F = TypeVar("F")
 
 # Commands defined in other modules, loaded only when used (``record`` must start fast):
 # name -> "module:attribute". Add new command modules here.
-LAZY_COMMANDS: dict[str, str] = {}
+LAZY_COMMANDS: dict[str, str] = {
+    "check": "acp_proxy.cli_check:check",
+    "diff": "acp_proxy.cli_check:diff",
+    "schemas": "acp_proxy.cli_check:schemas",
+    "ls": "acp_proxy.cli_inspect:ls_command",
+    "show": "acp_proxy.cli_inspect:show_command",
+    "tail": "acp_proxy.cli_inspect:tail_command",
+    "stats": "acp_proxy.cli_inspect:stats_command",
+    "export": "acp_proxy.cli_export:export_command",
+    "import": "acp_proxy.cli_export:import_command",
+    "datasette-metadata": "acp_proxy.cli_export:datasette_metadata_command",
+}
 
 
 class _Commands(click.Group):
@@ -101,7 +112,7 @@ def main() -> None:
 
 
 @main.command(
-    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+    context_settings={"allow_interspersed_args": False},
 )
 @db_option
 @click.option("--label", help="A name for this recording, usable wherever a REF is asked for.")
@@ -114,8 +125,13 @@ def main() -> None:
     "(and as long again before SIGKILL).",
 )
 @click.argument("agent_command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.pass_context
 def record(
-    db: Path | None, label: str | None, grace: float, agent_command: tuple[str, ...]
+    ctx: click.Context,
+    db: Path | None,
+    label: str | None,
+    grace: float,
+    agent_command: tuple[str, ...],
 ) -> None:
     """Run AGENT_COMMAND behind the proxy and record the conversation.
 
@@ -127,11 +143,13 @@ def record(
     stderr, byte for byte. Everything is recorded, stderr lines included. The exit status is
     the agent's (128+N if signal N ended it; 127 or 126 if it could not start).
     """
+    from .early import EarlyAgent
     from .record import RecordOptions
     from .record import record as run_record
 
+    early = ctx.obj.claim(agent_command) if isinstance(ctx.obj, EarlyAgent) else None
     options = RecordOptions(agent_command, resolve_db(db), label=label, grace=grace)
-    sys.exit(run_record(options, report))
+    sys.exit(run_record(options, report, early))
 
 
 @main.command()

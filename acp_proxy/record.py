@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__
+from .early import EarlyAgent
 from .errors import RecordingError
-from .relay import SpawnFailed, spawn_agent
+from .spawn import SpawnFailed, pass_signals_to, spawn_agent
 
 FLUSH_DEADLINE = 30.0
 Reporter = Callable[[str], None]
@@ -37,12 +38,23 @@ class RecordOptions:
     flush_deadline: float = FLUSH_DEADLINE
 
 
-def record(options: RecordOptions, report: Reporter) -> int:
-    """Run the agent behind the proxy, recording everything; return the exit status."""
+def record(options: RecordOptions, report: Reporter, early: EarlyAgent | None = None) -> int:
+    """Run the agent behind the proxy, recording everything; return the exit status.
+
+    ``early`` is the agent when entry.py already started it (same command).
+    """
     clock_origin = (time.monotonic_ns(), time.time_ns())
-    try:
-        process = spawn_agent(options.agent_argv)
-    except SpawnFailed as failure:
+    if early is not None:
+        process, failure = early.process, early.failure
+    else:
+        try:
+            process, failure = spawn_agent(options.agent_argv), None
+        except SpawnFailed as error:
+            process, failure = None, error
+        if process is not None:
+            pass_signals_to(process)
+    if failure is not None or process is None:
+        assert failure is not None
         report(str(failure))
         _record_spawn_failure(options, str(failure), clock_origin[1], report)
         return failure.exit_status
@@ -60,15 +72,18 @@ def record(options: RecordOptions, report: Reporter) -> int:
         conversation_fds=[pipe.fileno() for pipe in pipes if pipe is not None],
     )  # fmt: skip
     recorder.tap.update(agent_pid=process.pid)
+    from .forward import Forwarding
 
-    # Imported after the spawn and the fork: the agent starts while these load.
+    forwarding = Forwarding(process, recorder.tap, report)
+
+    # Imported once bytes already flow: the agent starts while these load.
     import anyio
 
     from .relay import relay
 
     try:
         ended = anyio.run(
-            functools.partial(relay, process, recorder.tap, report, grace=options.grace)
+            functools.partial(relay, process, forwarding, report, grace=options.grace)
         )
     finally:
         if process.returncode is None:  # the relay itself failed: do not leave the agent behind

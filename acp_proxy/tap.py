@@ -21,8 +21,6 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
-
 from .acp import Direction
 
 HEADER = struct.Struct("<BBQI")  # kind, direction, monotonic ns, payload length
@@ -47,6 +45,8 @@ class PipeTap:
 
     def update(self, **columns: Any) -> None:
         """Ask the recorder to set connection columns (agent pid, exit status ...)."""
+        import orjson  # not needed before the first update: keep start-up light
+
         payload = orjson.dumps(columns)
         self._send(HEADER.pack(UPDATE, 0, 0, len(payload)), payload)
 
@@ -108,5 +108,7 @@ class TapReader:
 
 
 def decode_update(payload: bytes) -> dict[str, Any]:
+    import orjson
+
     value = orjson.loads(payload)
     return value if isinstance(value, dict) else {}

@@ -26,6 +26,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -36,7 +37,9 @@ REPO = Path(__file__).resolve().parents[1]
 DOCKERFILE = REPO / "Dockerfile"
 DOCKERIGNORE = REPO / ".dockerignore"
 BASE_IMAGE = "python:3.11-slim"
-ENTRY_POINT = "acp-proxy = acp_proxy.cli:main"
+ENTRY_POINT = "acp-proxy = " + tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+    "scripts"
+]["acp-proxy"]
 BIN = Path(sys.executable).parent
 PIP = (sys.executable, "-m", "pip")
 

@@ -322,20 +322,27 @@ def test_eight_proxies_on_one_file(db_path: Path, tmp_path: Path) -> None:
     assert counts == [(f"p{n}", 2500) for n in range(8)]
 
 
-def test_sigkill_of_the_proxy_keeps_what_was_committed(db_path: Path) -> None:
+def test_sigkill_of_the_proxy_keeps_what_it_forwarded(db_path: Path) -> None:
     proxy = start(proxy_argv(db_path, "ticks", "3000"))
     assert proxy.stdout is not None
     line_size = len(b'{"jsonrpc":"2.0","method":"_tick","params":{"n":0}}\n')
     read_exactly(proxy.stdout.fileno(), line_size * 10)
     proxy.kill()
     proxy.wait(timeout=20)
-    for pipe in (proxy.stdin, proxy.stdout, proxy.stderr):
-        assert pipe is not None
-        pipe.close()
+    assert proxy.stdin is not None
+    assert proxy.stderr is not None
+    proxy.stdin.close()
+    # The recorder process outlives the proxy: it commits what it was sent, then exits. It
+    # shares the proxy's stderr, so end of file there means it is done.
+    assert proxy.stderr.read() == b""
+    proxy.stderr.close()
+    proxy.stdout.close()
     con = sqlite3.connect(db_path)
     assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     raws = [bytes(r[0]) for r in con.execute("SELECT raw FROM frame ORDER BY seq")]
-    # Whatever was committed is a clean prefix of what the agent sent.
+    # Everything the proxy had read is recorded: a clean prefix of what the agent sent, at
+    # least what reached the client.
+    assert len(raws) >= 10
     expected = [b'{"jsonrpc":"2.0","method":"_tick","params":{"n":%d}}\n' % n for n in range(3000)]
     assert raws == expected[: len(raws)]
     assert connection_row(db_path)["status"] == "running"  # the proxy never got to finish
@@ -382,3 +389,30 @@ def test_replies_never_precede_their_cause_in_the_timeline(db_path: Path) -> Non
             echoed += row["size"]
         assert echoed <= sent, f"seq {row['seq']}: an echo was recorded before its request"
     assert sent == echoed
+
+
+def test_usage_error_kills_the_agent_started_early(tmp_path: Path) -> None:
+    # entry.py starts the agent before the options are parsed; a bad option must not leave it.
+    pid_file = tmp_path / "agent.pid"
+    result = subprocess.run(
+        [sys.executable, "-m", "acp_proxy", "record", "--no-such-option", "--",
+         "sh", "-c", f"echo $$ > {pid_file}; exec sleep 60"],
+        input=b"", capture_output=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert b"No such option" in result.stderr
+    if pid_file.exists() and pid_file.read_text().strip():
+        pid = int(pid_file.read_text())
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_agent_command_without_double_dash(db_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "acp_proxy", "record", "--db", str(db_path), sys.executable,
+         FAKE_AGENT, "echo"],
+        input=b"{}\n", capture_output=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0
+    assert result.stdout == b"{}\n"
+    assert [bytes(r["raw"]) for r in frames(db_path, "a2c")] == [b"{}\n"]

@@ -1,0 +1,131 @@
+"""Forwarding: one thread per direction moving bytes as they arrive, tapping each chunk.
+
+Rules:
+- Each direction is one loop in its own thread: ``poll`` on the source and a stop pipe,
+  ``os.read`` of whatever is there (never waiting for a line or a full buffer), ``tap.put`` of
+  the chunk, ``os.write`` of the same bytes. Nothing looks inside the bytes on this path.
+- The chunk is queued for the recorder before it is written on: once the peer can see the
+  bytes it can answer, and the answer must never get an earlier place in the timeline.
+- A destination that goes away (EPIPE) stops the forwarding, not the reading: what the peer
+  still says is recorded.
+- The threads start as soon as the agent is spawned, before the event loop exists (it takes
+  tens of milliseconds to import); the relay then owns them: it waits for every one of them and
+  ends them through the stop pipe. No thread is ever left blocked.
+- When the client's stdin ends, the agent's stdin is closed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import select
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+
+from .acp import Direction
+from .tap import PipeTap
+
+CHUNK_SIZE = 64 * 1024
+Reporter = Callable[[str], None]
+
+
+def _write_all(fd: int, chunk: bytes) -> None:
+    view = memoryview(chunk)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def pump(
+    source: int, destination: int, direction: Direction, tap: PipeTap, stop_fd: int,
+    report: Reporter,
+) -> None:  # fmt: skip
+    """Forward ``source`` to ``destination`` chunk by chunk until EOF or stop; tap each chunk."""
+    poller = select.poll()
+    poller.register(source, select.POLLIN)
+    poller.register(stop_fd, select.POLLIN)
+    forwarding = True
+    read, monotonic_ns, put = os.read, time.monotonic_ns, tap.put
+    while True:
+        ready = poller.poll()
+        if len(ready) > 1 or ready[0][0] == stop_fd:
+            break
+        try:
+            chunk = read(source, CHUNK_SIZE)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            break
+        put(direction, monotonic_ns(), chunk)
+        if forwarding:
+            try:
+                _write_all(destination, chunk)
+            except OSError as error:
+                forwarding = False
+                if error.errno not in (errno.EPIPE, errno.EBADF):
+                    report(f"cannot forward {direction.value}: {error.strerror or error}")
+    put(direction, monotonic_ns(), b"")
+
+
+class Forwarding:
+    """The three forwarding threads of one connection, started at once."""
+
+    def __init__(
+        self,
+        process: subprocess.Popen[bytes],
+        tap: PipeTap,
+        report: Reporter,
+        *,
+        client_in: int = 0,
+        client_out: int = 1,
+        client_err: int = 2,
+    ) -> None:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        assert process.stderr is not None
+        self._stop_read, self._stop_write = os.pipe()
+        self._agent_stdin = process.stdin
+        self.client_eof = threading.Event()
+        up = (client_in, process.stdin.fileno(), Direction.CLIENT_TO_AGENT)
+        down = (process.stdout.fileno(), client_out, Direction.AGENT_TO_CLIENT)
+        err = (process.stderr.fileno(), client_err, Direction.AGENT_STDERR)
+        self._up = threading.Thread(target=self._forward_up, args=(*up, tap, report),
+                                    name="acp-proxy c2a")  # fmt: skip
+        self._outputs = [
+            threading.Thread(
+                target=pump,
+                args=(*args, tap, self._stop_read, report),
+                name=f"acp-proxy {args[2].value}",
+            )
+            for args in (down, err)
+        ]
+        for thread in (self._up, *self._outputs):
+            thread.start()
+
+    def _forward_up(
+        self, source: int, destination: int, direction: Direction, tap: PipeTap, report: Reporter
+    ) -> None:
+        try:
+            pump(source, destination, direction, tap, self._stop_read, report)
+        finally:
+            with contextlib.suppress(OSError):
+                self._agent_stdin.close()
+            self.client_eof.set()
+
+    def wait_for_outputs(self, timeout: float | None = None) -> bool:
+        """Wait until the agent's stdout and stderr have ended; False on timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread in self._outputs:
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return not any(thread.is_alive() for thread in self._outputs)
+
+    def stop(self) -> None:
+        """End every loop that is still running (they return promptly), then wait for them."""
+        with contextlib.suppress(OSError):
+            os.write(self._stop_write, b"x")
+        for thread in (self._up, *self._outputs):
+            thread.join()
+        os.close(self._stop_read)
+        os.close(self._stop_write)
