@@ -31,6 +31,8 @@ from .store import NewConnection, RecordingWriter, connect
 from .wire import LineSplitter
 
 DEFAULT_QUEUE_BYTES = 32 * 1024 * 1024
+# How long a small batch waits for more before it is committed (see ChunkQueue.take).
+DEFAULT_LINGER = 0.005
 Reporter = Callable[[str], None]
 
 # A queue item: (direction, monotonic ns when read, chunk); an empty chunk ends a stream.
@@ -80,13 +82,25 @@ class ChunkQueue:
             self._bytes += len(chunk)
             self._cond.notify_all()
 
-    def take(self) -> list[ChunkItem] | None:
-        """Wait for chunks and take all of them; ``None`` once closed and empty."""
+    def take(self, linger: float = 0.0, enough: int = 1 << 20) -> list[ChunkItem] | None:
+        """Wait for chunks and take all of them; ``None`` once closed and empty.
+
+        With ``linger``, a small batch waits up to that long (from its first chunk) for more,
+        until ``enough`` bytes are queued: one commit then covers a burst of small frames
+        instead of one commit per frame. It delays recording, never forwarding.
+        """
         with self._cond:
             while not self._items:
                 if self._closed:
                     return None
                 self._cond.wait()
+            if linger > 0 and self._bytes < enough and not self._closed:
+                deadline = time.monotonic() + linger
+                while self._bytes < enough and not self._closed:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._cond.wait(left)
             items = list(self._items)
             self._items.clear()
             self._bytes = 0
@@ -150,6 +164,7 @@ class Recorder:
         self._pending_updates: dict[str, object] = {}
         self._lock = threading.Lock()
         self.status = RecorderStatus()
+        self.linger = DEFAULT_LINGER
         self._thread = threading.Thread(target=self._run, name="acp-proxy recorder", daemon=True)
 
     def start(self) -> None:
@@ -180,7 +195,7 @@ class Recorder:
         except RecordingError as error:
             self._fail(error)
         while True:
-            items = self._queue.take()
+            items = self._queue.take(self.linger)
             if items is None:
                 break
             if self._writer is None:

@@ -262,6 +262,7 @@ class RecordingWriter:
     def __init__(self, db: sqlite3.Connection, connection_id: int) -> None:
         self._db = db
         self.connection_id = connection_id
+        self._last_totals: dict[str, tuple[int, int]] = {}
         columns = ", ".join(FRAME_COLUMNS)
         marks = ", ".join("?" for _ in FRAME_COLUMNS)
         # The connection id is an integer we own, so it can be part of the statement text.
@@ -301,12 +302,19 @@ class RecordingWriter:
             with _transaction(self._db):
                 if records:
                     self._db.executemany(self._insert, records)
-                for direction, frames, size in counts:
-                    frames_col, bytes_col = _COUNT_COLUMNS[direction]
-                    self._db.execute(
-                        f"UPDATE connection SET {frames_col} = ?, {bytes_col} = ? WHERE id = ?",
-                        (frames, size, self.connection_id),
+                totals = {direction: (frames, size) for direction, frames, size in counts}
+                if totals and totals != self._last_totals:
+                    assignments = ", ".join(
+                        f"{column} = ?"
+                        for direction in totals
+                        for column in _COUNT_COLUMNS[direction]
                     )
+                    values = [value for pair in totals.values() for value in pair]
+                    self._db.execute(
+                        f"UPDATE connection SET {assignments} WHERE id = ?",
+                        (*values, self.connection_id),
+                    )
+                    self._last_totals = totals
                 if facts is not None:
                     self._db.execute(
                         "UPDATE connection SET protocol_version = ?, client_info = ?, "
