@@ -1,15 +1,15 @@
 """The recorder: frames, classifies and writes the chunks of one connection, in batches.
 
 Rules:
-- It runs in the recorder process (see recorder_process.py), fed through a ``ChunkQueue`` by
-  the thread that reads the tap pipe. The queue is bounded by bytes: when the recorder falls
-  behind by more than the bound, the reading thread waits, the pipe fills, and forwarding waits
-  for it; the recorder says so once. Nothing is dropped silently.
-- A chunk larger than the bound is still admitted when the queue is empty, so one huge frame
-  can never deadlock forwarding.
+- It runs in the recorder process (see recorder_process.py), fed through a ``ChunkQueue``
+  (chunk_queue.py: bounded memory, then a spill file, lossless) by the thread that reads the
+  tap pipe. Batches are bounded by bytes, so the recorder's memory is too.
 - All SQLite work happens on the recorder's one thread, through store.py. Each drain of the
   queue is one transaction: under load batches grow by themselves, when idle every frame is
   committed at once (``tail -f`` sees it at once).
+- WAL checkpoints (copying committed pages into the main file) happen after 0.25 s with nothing
+  to record if the WAL is past 4 MiB, when it is past 256 MiB in any case, and once at the
+  end: never page by page while frames stream in.
 - If the database cannot be opened or written, the recorder says so once on stderr, switches
   the queue to discarding (the pipe keeps being read, so forwarding goes on untouched) and
   counts what it could not record.
@@ -19,108 +19,27 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .acp import Direction
+from .chunk_queue import ChunkItem, ChunkQueue
 from .errors import RecordingError
 from .observer import ConnectionObserver, FrameRecord
 from .store import NewConnection, RecordingWriter, connect
 from .wire import LineSplitter
 
-DEFAULT_QUEUE_BYTES = 32 * 1024 * 1024
+# At most this much is framed and written per transaction (bounds the recorder's memory).
+BATCH_BYTES = 4 * 1024 * 1024
+# After this long with nothing to record, the recorder may checkpoint.
+IDLE_SECONDS = 0.25
 # How long a small batch waits for more before it is committed (see ChunkQueue.take).
 DEFAULT_LINGER = 0.005
+# WAL sizes that trigger a checkpoint: when nothing is queued, and in any case.
+WAL_IDLE_LIMIT = 4 * 1024 * 1024
+WAL_BUSY_LIMIT = 256 * 1024 * 1024
 Reporter = Callable[[str], None]
-
-# A queue item: (direction, monotonic ns when read, chunk); an empty chunk ends a stream.
-ChunkItem = tuple[Direction, int, bytes]
-
-
-class ChunkQueue:
-    """A byte-bounded hand-off from the tap-reading thread to the recorder thread."""
-
-    def __init__(
-        self, max_bytes: int = DEFAULT_QUEUE_BYTES, report: Reporter | None = None
-    ) -> None:
-        self._items: deque[ChunkItem] = deque()
-        self._bytes = 0
-        self._max_bytes = max_bytes
-        self._cond = threading.Condition()
-        self._closed = False
-        self._discarding = False
-        self._report = report
-        self._said_waiting = False
-        self.discarded_frames = 0
-        self.waits = 0
-
-    def put(self, direction: Direction, mono_ns: int, chunk: bytes) -> None:
-        """Hand a forwarded chunk to the recorder (an empty chunk means end of stream).
-
-        Waits while more than the bound is queued (unless the queue is empty).
-        """
-        with self._cond:
-            if self._discarding:
-                self.discarded_frames += chunk.count(b"\n")
-                return
-            while self._bytes > 0 and self._bytes + len(chunk) > self._max_bytes:
-                if not self._said_waiting:
-                    self._said_waiting = True
-                    if self._report is not None:
-                        self._report(
-                            "the recorder is behind: forwarding waits for it "
-                            f"(more than {self._max_bytes // 1_048_576} MiB queued)"
-                        )
-                self.waits += 1
-                self._cond.wait()
-                if self._discarding:
-                    self.discarded_frames += chunk.count(b"\n")
-                    return
-            self._items.append((direction, mono_ns, chunk))
-            self._bytes += len(chunk)
-            self._cond.notify_all()
-
-    def take(self, linger: float = 0.0, enough: int = 1 << 20) -> list[ChunkItem] | None:
-        """Wait for chunks and take all of them; ``None`` once closed and empty.
-
-        With ``linger``, a small batch waits up to that long (from its first chunk) for more,
-        until ``enough`` bytes are queued: one commit then covers a burst of small frames
-        instead of one commit per frame. It delays recording, never forwarding.
-        """
-        with self._cond:
-            while not self._items:
-                if self._closed:
-                    return None
-                self._cond.wait()
-            if linger > 0 and self._bytes < enough and not self._closed:
-                deadline = time.monotonic() + linger
-                while self._bytes < enough and not self._closed:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        break
-                    self._cond.wait(left)
-            items = list(self._items)
-            self._items.clear()
-            self._bytes = 0
-            self._cond.notify_all()
-            return items
-
-    def close(self) -> None:
-        """No more chunks will come: the recorder finishes once it has taken what is left."""
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-
-    def discard(self) -> None:
-        """Stop keeping chunks (the recording failed); what is queued counts as lost."""
-        with self._cond:
-            self._discarding = True
-            self.discarded_frames += sum(chunk.count(b"\n") for _, _, chunk in self._items)
-            self._items.clear()
-            self._bytes = 0
-            self._cond.notify_all()
 
 
 @dataclass
@@ -189,19 +108,23 @@ class Recorder:
 
     def _run(self) -> None:
         try:
-            db = connect(self._db_path)
+            db = connect(self._db_path, recorder=True)
             self._writer = RecordingWriter.start(db, self._new)
             self.status.connection_id = self._writer.connection_id
         except RecordingError as error:
             self._fail(error)
         while True:
-            items = self._queue.take(self.linger)
+            items = self._queue.take(self.linger, idle=IDLE_SECONDS, limit=BATCH_BYTES)
             if items is None:
                 break
             if self._writer is None:
                 self._count_lost(items)
                 continue
+            if not items:
+                self._idle()
+                continue
             records = self._frames_of(items)
+            del items  # the chunks now live on in the frames only: let them go before writing
             self._write(records)
         self._finish()
 
@@ -239,6 +162,29 @@ class Recorder:
             self._fail(error)
             return
         self.status.frames_recorded += len(records)
+        self._maybe_checkpoint(writer)
+
+    def _maybe_checkpoint(self, writer: RecordingWriter, limit: int = 0) -> None:
+        """Checkpoint if the WAL is past ``limit`` bytes (the busy limit by default)."""
+        if writer.wal_size() > (limit or WAL_BUSY_LIMIT):
+            try:
+                writer.checkpoint()
+            except RecordingError as error:
+                self._report(f"{error}; recording continues")
+
+    def _idle(self) -> None:
+        """Nothing arrived for a while: a good moment to checkpoint a WAL past the idle limit."""
+        if self._writer is not None:
+            self._maybe_checkpoint(self._writer, WAL_IDLE_LIMIT)
+
+    def checkpoint(self) -> None:
+        """A last checkpoint once everything is committed (the recorder process's final act)."""
+        writer = self._writer
+        if writer is not None:
+            try:
+                writer.checkpoint()
+            except RecordingError as error:
+                self._report(f"{error}; the recording is complete in its WAL file")
 
     def _apply_pending_updates(self, writer: RecordingWriter) -> None:
         with self._lock:

@@ -11,9 +11,12 @@ Rules:
   client's stdin and stdout), so it can never keep a peer from seeing end of file. It keeps
   stderr for its own one-line reports. It ignores SIGINT, SIGTERM and SIGHUP: it ends when the
   tap pipe closes, after committing everything it has read, even if the proxy was killed.
-- In the child, one thread reads the pipe into the recorder's byte-bounded queue (so the pipe
-  stays drained and forwarding never waits while SQLite commits), and the main thread records.
-- The child's exit status: 0 when everything was recorded, 1 when the recording failed.
+- In the child, one thread reads the pipe into the recorder's queue (memory, then a spill file:
+  see chunk_queue.py), so the pipe stays drained and forwarding does not wait while SQLite
+  commits; the main thread records.
+- When everything is committed the child tells the proxy through a second pipe (the proxy
+  then exits), and only then runs its final WAL checkpoint: housekeeping never delays the
+  client. The child's exit status: 0 when everything was recorded, 1 when it failed.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import contextlib
 import fcntl
 import gc
 import os
+import select
 import signal
 import threading
 from collections.abc import Callable, Iterable
@@ -41,23 +45,25 @@ Reporter = Callable[[str], None]
 class RecorderProcess:
     """The parent's handle on the recorder process."""
 
-    def __init__(self, pid: int, tap: PipeTap) -> None:
+    def __init__(self, pid: int, tap: PipeTap, committed_fd: int) -> None:
         self.pid = pid
         self.tap = tap
-        self._status: int | None = None
-        self._waiter = threading.Thread(target=self._wait, name="acp-proxy recorder wait",
-                                        daemon=True)  # fmt: skip
-        self._waiter.start()
+        self._committed_fd = committed_fd
 
-    def _wait(self) -> None:
-        _, status = os.waitpid(self.pid, 0)
-        self._status = os.waitstatus_to_exitcode(status)
+    def finish(self, deadline: float) -> bool | None:
+        """Close the tap; wait up to ``deadline`` seconds for everything to be committed.
 
-    def finish(self, deadline: float) -> int | None:
-        """Close the tap and wait up to ``deadline`` seconds; the exit status, or None."""
+        True when all was recorded, False when the recording failed, None on timeout. The
+        recorder's final WAL checkpoint runs after this returns, in the background.
+        """
         self.tap.close()
-        self._waiter.join(deadline)
-        return self._status
+        try:
+            ready, _, _ = select.select([self._committed_fd], [], [], deadline)
+            if not ready:
+                return None
+            return os.read(self._committed_fd, 1) == b"1"
+        finally:
+            os.close(self._committed_fd)
 
 
 def start_recorder_process(
@@ -69,6 +75,7 @@ def start_recorder_process(
 ) -> RecorderProcess:
     """Fork the recorder. ``conversation_fds`` are closed in the child (the agent's pipes)."""
     read_fd, write_fd = os.pipe()
+    committed_read, committed_write = os.pipe()
     with contextlib.suppress(OSError):  # a bigger pipe absorbs bursts; the default also works
         fcntl.fcntl(write_fd, _F_SETPIPE_SZ, PIPE_SIZE)
     pid = os.fork()
@@ -76,14 +83,18 @@ def start_recorder_process(
         status = 70
         try:
             os.close(write_fd)
+            os.close(committed_read)
             _leave_the_conversation(conversation_fds)
-            status = record_from_pipe(read_fd, db_path, new_connection, clock_origin, report)
+            status = record_from_pipe(
+                read_fd, db_path, new_connection, clock_origin, report, committed_write
+            )
         except BaseException as error:  # the child must never return into the parent's code
             report(f"the recorder failed: {type(error).__name__}: {error}")
         finally:
             os._exit(status)
     os.close(read_fd)
-    return RecorderProcess(pid, PipeTap(write_fd))
+    os.close(committed_write)
+    return RecorderProcess(pid, PipeTap(write_fd), committed_read)
 
 
 def _leave_the_conversation(fds: Iterable[int]) -> None:
@@ -104,10 +115,16 @@ def record_from_pipe(
     new_connection: NewConnection,
     clock_origin: tuple[int, int],
     report: Reporter,
+    committed_fd: int,
 ) -> int:
-    """The recorder process's work: read the tap until EOF, record, return the exit status."""
+    """The recorder process's work: read the tap until EOF, record, return the exit status.
+
+    Once everything is committed it writes ``1`` (or ``0`` if the recording failed) to
+    ``committed_fd`` so the proxy can exit, then checkpoints the WAL.
+    """
     # Imported here, in the child: the parent (forwarding) never pays for SQLite.
-    from .recorder import ChunkQueue, Recorder
+    from .chunk_queue import ChunkQueue
+    from .recorder import Recorder
 
     # The recorder makes no reference cycles; millions of short-lived rows would otherwise
     # trigger needless cyclic collections.
@@ -129,4 +146,14 @@ def record_from_pipe(
     reader.start()
     recorder.run()
     reader.join()
-    return 0 if recorder.status.error is None else 1
+    recorded = recorder.status.error is None
+    with contextlib.suppress(OSError):  # the proxy may be gone (killed): nobody is waiting
+        os.write(committed_fd, b"1" if recorded else b"0")
+        os.close(committed_fd)
+    # The conversation is over for the client: let go of its stderr too, so nothing waits for
+    # this housekeeping to end.
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 2)
+    os.close(null)
+    recorder.checkpoint()
+    return 0 if recorded else 1

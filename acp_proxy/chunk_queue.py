@@ -1,0 +1,210 @@
+"""The recorder's queue: chunks wait here between the tap pipe and the recorder thread.
+
+Rules:
+- Order is the timeline's: chunks come out exactly in the order they were put.
+- Memory is bounded: up to ``memory_bytes`` chunks wait in memory. Past that, chunks spill to
+  an unlinked temporary file (the page cache absorbs a burst at memory speed without holding it
+  in this process), and everything put while the spill file still has unread chunks goes there
+  too, so that order is kept. Once the recorder has read the file to its end, it is emptied and
+  the queue is back in memory.
+- Lossless: only when the spill file holds more than ``spill_bytes`` does ``put`` wait (and
+  with it, through the full tap pipe, forwarding); it says so once. Nothing is dropped, except
+  after ``discard()`` (the recording failed), where chunks are counted and let go.
+- ``take`` hands out batches bounded by bytes, can linger briefly so that one commit covers a
+  burst of small frames, and returns ``[]`` after an idle timeout (a moment for housekeeping).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+
+from .acp import Direction
+
+DEFAULT_MEMORY_BYTES = 8 * 1024 * 1024
+DEFAULT_SPILL_BYTES = 1024 * 1024 * 1024
+Reporter = Callable[[str], None]
+
+# A queue item: (direction, monotonic ns when read, chunk); an empty chunk ends a stream.
+ChunkItem = tuple[Direction, int, bytes]
+
+_RECORD = struct.Struct("<BQI")  # direction code, monotonic ns, length
+_CODES = {direction: code for code, direction in enumerate(Direction)}
+_DIRECTIONS = dict(enumerate(Direction))
+
+
+class ChunkQueue:
+    """A byte-bounded, order-keeping hand-off from the tap reader to the recorder thread."""
+
+    def __init__(
+        self,
+        memory_bytes: int = DEFAULT_MEMORY_BYTES,
+        spill_bytes: int = DEFAULT_SPILL_BYTES,
+        report: Reporter | None = None,
+        spill_dir: str | None = None,
+    ) -> None:
+        self._items: deque[ChunkItem] = deque()
+        self._bytes = 0
+        self._memory_bytes = memory_bytes
+        self._spill_bytes = spill_bytes
+        self._spill_dir = spill_dir
+        self._spill_fd: int | None = None
+        self._spill_written = 0  # end of the spill file
+        self._spill_read = 0  # how far the recorder has read it
+        self._cond = threading.Condition()
+        self._closed = False
+        self._discarding = False
+        self._report = report
+        self._said_waiting = False
+        self.discarded_frames = 0
+        self.waits = 0
+        self.spilled_bytes = 0
+
+    # --- the tap reader's side --------------------------------------------------------------
+
+    def put(self, direction: Direction, mono_ns: int, chunk: bytes) -> None:
+        """Queue a forwarded chunk (an empty chunk means end of that stream)."""
+        with self._cond:
+            if self._discarding:
+                self.discarded_frames += chunk.count(b"\n")
+                return
+            spilling = self._spill_written > self._spill_read
+            if not spilling and (not self._items or self._bytes + len(chunk) <= self._memory_bytes):
+                self._items.append((direction, mono_ns, chunk))
+                self._bytes += len(chunk)
+                self._cond.notify_all()
+                return
+            while self._spill_written - self._spill_read + len(chunk) > self._spill_bytes:
+                self._say_waiting()
+                self.waits += 1
+                self._cond.wait()
+                if self._discarding:
+                    self.discarded_frames += chunk.count(b"\n")
+                    return
+            self._spill(direction, mono_ns, chunk)
+            self._cond.notify_all()
+
+    def _spill(self, direction: Direction, mono_ns: int, chunk: bytes) -> None:
+        if self._spill_fd is None:
+            fd, path = tempfile.mkstemp(prefix="acp-proxy-spill-", dir=self._spill_dir)
+            os.unlink(path)  # private to this process, and gone with it whatever happens
+            self._spill_fd = fd
+        record = _RECORD.pack(_CODES[direction], mono_ns, len(chunk)) + chunk
+        written = os.pwrite(self._spill_fd, record, self._spill_written)
+        while written < len(record):
+            written += os.pwrite(self._spill_fd, record[written:], self._spill_written + written)
+        self._spill_written += len(record)
+        self.spilled_bytes += len(chunk)
+
+    def _say_waiting(self) -> None:
+        if not self._said_waiting:
+            self._said_waiting = True
+            if self._report is not None:
+                self._report(
+                    "the recorder is behind: forwarding waits for it "
+                    f"(more than {self._spill_bytes // 1_048_576} MiB queued)"
+                )
+
+    def close(self) -> None:
+        """No more chunks will come: the recorder finishes once it has taken what is left."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    # --- the recorder's side ----------------------------------------------------------------
+
+    def take(
+        self,
+        linger: float = 0.0,
+        enough: int = 1 << 20,
+        idle: float | None = None,
+        limit: int = 1 << 62,
+    ) -> list[ChunkItem] | None:
+        """Wait for chunks and take them in order; ``None`` once closed and drained.
+
+        - ``linger``: a small batch waits up to that long (from its first chunk) for more,
+          until ``enough`` bytes are queued, so one commit covers a burst of small frames
+          instead of one commit per frame. It delays recording, never forwarding.
+        - ``idle``: give up after that long with nothing queued and return ``[]``.
+        - ``limit``: take only about that many bytes (at least one chunk), so a batch, and the
+          memory it holds, stays bounded.
+        """
+        with self._cond:
+            while not self._items and self._spill_written == self._spill_read:
+                if self._closed:
+                    return None
+                if not self._cond.wait(idle) and not self._pending():
+                    return []
+            if linger > 0 and self._pending() < enough and not self._closed:
+                deadline = time.monotonic() + linger
+                while self._pending() < enough and not self._closed:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or not self._cond.wait(left):
+                        break
+            if self._items:  # memory holds the oldest chunks whenever it holds any
+                return self._take_memory(limit)
+            start, end = self._spill_read, self._spill_written
+        return self._take_spilled(start, end, limit)
+
+    def _pending(self) -> int:
+        return self._bytes + self._spill_written - self._spill_read
+
+    def _take_memory(self, limit: int) -> list[ChunkItem]:
+        if self._bytes <= limit:
+            items = list(self._items)
+            self._items.clear()
+            self._bytes = 0
+        else:
+            items, taken = [], 0
+            while self._items and (not items or taken + len(self._items[0][2]) <= limit):
+                item = self._items.popleft()
+                items.append(item)
+                taken += len(item[2])
+            self._bytes -= taken
+        self._cond.notify_all()
+        return items
+
+    def _read_spilled(self, start: int, end: int, limit: int) -> tuple[list[ChunkItem], int]:
+        assert self._spill_fd is not None
+        items: list[ChunkItem] = []
+        offset = start
+        while offset < end and (not items or offset - start < limit):
+            code, mono_ns, length = _RECORD.unpack(os.pread(self._spill_fd, _RECORD.size, offset))
+            chunk = os.pread(self._spill_fd, length, offset + _RECORD.size) if length else b""
+            items.append((_DIRECTIONS[code], mono_ns, chunk))
+            offset += _RECORD.size + length
+        return items, offset
+
+    def _take_spilled(self, start: int, end: int, limit: int) -> list[ChunkItem]:
+        # Reading outside the lock is safe: the tap reader only ever appends past ``end``.
+        items, offset = self._read_spilled(start, end, limit)
+        with self._cond:
+            if self._discarding:
+                return []
+            self._spill_read = offset
+            if self._spill_read == self._spill_written:  # all read: start the file afresh
+                self._spill_read = self._spill_written = 0
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._spill_fd or -1, 0)
+            self._cond.notify_all()
+        return items
+
+    def discard(self) -> None:
+        """Stop keeping chunks (the recording failed); what is queued counts as lost."""
+        with self._cond:
+            self._discarding = True
+            lost = list(self._items)
+            self._items.clear()
+            self._bytes = 0
+            start, end = self._spill_read, self._spill_written
+            self._spill_read = self._spill_written = 0
+            self._cond.notify_all()
+        if end > start:
+            lost += self._read_spilled(start, end, end - start)[0]
+        self.discarded_frames += sum(chunk.count(b"\n") for _, _, chunk in lost)

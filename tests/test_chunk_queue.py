@@ -1,0 +1,125 @@
+"""ChunkQueue: order is kept across memory and spill file, memory stays bounded, nothing lost."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from acp_proxy.acp import Direction
+from acp_proxy.chunk_queue import ChunkItem, ChunkQueue
+
+C2A, A2C = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
+
+
+def drain(queue: ChunkQueue, limit: int = 1 << 62) -> list[ChunkItem]:
+    taken: list[ChunkItem] = []
+    while (batch := queue.take(limit=limit, idle=0)) is not None:
+        if not batch:
+            break
+        taken += batch
+    return taken
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    chunks=st.lists(st.binary(max_size=300), max_size=60),
+    take_after=st.lists(st.integers(min_value=0, max_value=60), max_size=8),
+    memory=st.integers(min_value=1, max_value=600),
+    limit=st.integers(min_value=1, max_value=900),
+)
+def test_order_is_kept_whatever_the_spilling(
+    chunks: list[bytes], take_after: list[int], memory: int, limit: int
+) -> None:
+    queue = ChunkQueue(memory_bytes=memory, spill_bytes=1 << 30)
+    expected = [(C2A if i % 3 else A2C, i, chunk) for i, chunk in enumerate(chunks)]
+    taken: list[ChunkItem] = []
+    points = set(take_after)
+    for i, item in enumerate(expected):
+        if i in points:  # the recorder takes some while the reader is still putting
+            batch = queue.take(limit=limit, idle=0)
+            assert batch is not None
+            taken += batch
+        queue.put(*item)
+    queue.close()
+    taken += drain(queue, limit)
+    assert taken == expected
+    assert queue.take() is None
+
+
+def test_memory_holds_at_most_the_bound_and_the_rest_spills(tmp_path: Path) -> None:
+    queue = ChunkQueue(memory_bytes=1000, spill_bytes=1 << 20, spill_dir=str(tmp_path))
+    for i in range(100):
+        queue.put(A2C, i, b"x" * 100)
+    assert queue.spilled_bytes == 9000  # ten chunks in memory, the other ninety on disk
+    assert list(tmp_path.iterdir()) == []  # the spill file is unlinked from the start
+    queue.close()
+    assert [mono for _, mono, _ in drain(queue, limit=2500)] == list(range(100))
+
+
+def test_a_full_spill_makes_put_wait_and_says_so_once() -> None:
+    said: list[str] = []
+    queue = ChunkQueue(memory_bytes=10, spill_bytes=100, report=said.append)
+    queue.put(C2A, 0, b"a" * 10)  # memory
+    queue.put(C2A, 1, b"b" * 60)  # spill
+    done = threading.Event()
+
+    def put_more() -> None:
+        queue.put(C2A, 2, b"c" * 60)  # would pass the spill bound: waits
+        queue.put(C2A, 3, b"d" * 60)
+        done.set()
+
+    putter = threading.Thread(target=put_more)
+    putter.start()
+    assert not done.wait(0.2)  # blocked while the recorder takes nothing
+    taken = drain_until(queue, 4)
+    putter.join(10)
+    assert done.is_set()
+    assert [mono for _, mono, _ in taken] == [0, 1, 2, 3]
+    assert len(said) == 1
+    assert "forwarding waits" in said[0]
+    assert queue.waits >= 1
+
+
+def drain_until(queue: ChunkQueue, count: int) -> list[ChunkItem]:
+    taken: list[ChunkItem] = []
+    while len(taken) < count:
+        batch = queue.take(idle=5)
+        assert batch
+        taken += batch
+    return taken
+
+
+def test_linger_gathers_a_burst_into_one_batch() -> None:
+    queue = ChunkQueue()
+    queue.put(C2A, 0, b"{}\n")
+
+    def later() -> None:
+        queue.put(A2C, 1, b"{}\n")
+
+    timer = threading.Timer(0.02, later)
+    timer.start()
+    batch = queue.take(linger=2.0, enough=6)
+    timer.join()
+    assert batch is not None
+    assert [mono for _, mono, _ in batch] == [0, 1]
+
+
+def test_idle_returns_an_empty_batch_and_close_ends() -> None:
+    queue = ChunkQueue()
+    assert queue.take(idle=0.01) == []
+    queue.close()
+    assert queue.take(idle=0.01) is None
+
+
+def test_discard_counts_lost_frames_in_memory_and_spill() -> None:
+    queue = ChunkQueue(memory_bytes=8)
+    queue.put(C2A, 0, b"1\n2\n")
+    queue.put(C2A, 1, b"3\n4\n5\n")  # spilled
+    queue.discard()
+    queue.put(C2A, 2, b"6\n")  # after the failure: counted, not kept
+    assert queue.discarded_frames == 6
+    queue.close()
+    assert queue.take() is None
