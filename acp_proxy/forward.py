@@ -28,36 +28,42 @@ from collections.abc import Callable
 from .acp import Direction
 from .tap import PipeTap
 
-CHUNK_SIZE = 64 * 1024
+CHUNK_SIZE = 1024 * 1024  # as large as the pipes the agent writes into
 Reporter = Callable[[str], None]
 
 
-def _write_all(fd: int, chunk: bytes) -> None:
-    view = memoryview(chunk)
-    while view:
-        view = view[os.write(fd, view) :]
+def _write_all(fd: int, data: memoryview) -> None:
+    while data:
+        data = data[os.write(fd, data) :]
 
 
 def pump(
     source: int, destination: int, direction: Direction, tap: PipeTap, stop_fd: int,
     report: Reporter,
 ) -> None:  # fmt: skip
-    """Forward ``source`` to ``destination`` chunk by chunk until EOF or stop; tap each chunk."""
+    """Forward ``source`` to ``destination`` chunk by chunk until EOF or stop; tap each chunk.
+
+    Reads go into one reusable buffer (no allocation per chunk; large reads would otherwise
+    pay for fresh pages every time); the tap copies the bytes into its pipe.
+    """
     poller = select.poll()
     poller.register(source, select.POLLIN)
     poller.register(stop_fd, select.POLLIN)
     forwarding = True
-    read, monotonic_ns, put = os.read, time.monotonic_ns, tap.put
+    buffer = bytearray(CHUNK_SIZE)
+    whole = memoryview(buffer)
+    readv, monotonic_ns, put = os.readv, time.monotonic_ns, tap.put_view
     while True:
         ready = poller.poll()
         if len(ready) > 1 or ready[0][0] == stop_fd:
             break
         try:
-            chunk = read(source, CHUNK_SIZE)
+            size = readv(source, (buffer,))
         except OSError:
-            chunk = b""
-        if not chunk:
+            size = 0
+        if not size:
             break
+        chunk = whole[:size]
         put(direction, monotonic_ns(), chunk)
         if forwarding:
             try:
@@ -66,7 +72,8 @@ def pump(
                 forwarding = False
                 if error.errno not in (errno.EPIPE, errno.EBADF):
                     report(f"cannot forward {direction.value}: {error.strerror or error}")
-    put(direction, monotonic_ns(), b"")
+    whole.release()
+    put(direction, monotonic_ns(), memoryview(b""))
 
 
 class Forwarding:

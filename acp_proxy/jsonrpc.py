@@ -111,8 +111,77 @@ def _valid_id(value: object) -> bool:
     return value is None or (isinstance(value, str | int | float) and not isinstance(value, bool))
 
 
+# Frames at least this large are first parsed as a skeleton (see ``skeleton``).
+SKELETON_MIN_SIZE = 256 * 1024
+# Strings at least this long are left out of a skeleton.
+SKELETON_MIN_STRING = 4096
+# A skeleton is only worth it when quotes are rare (images, base64, long plain text).
+SKELETON_MAX_QUOTES = 4096
+
+
+def skeleton(raw: bytes) -> bytes | None:
+    """``raw`` with the contents of its long plain strings removed, or None.
+
+    The structure, the keys and every short value stay as they are, so the parsed skeleton
+    answers every question about the envelope (kind, id, method, session, update kind) without
+    materialising megabytes of content. A long string is left out only when it is plain ASCII
+    without escapes, whose only possible defect as JSON (a raw control character) does not
+    matter for the envelope. None when the frame has too many quotes for this to pay off.
+    """
+    if raw.count(b'"') > SKELETON_MAX_QUOTES:
+        return None
+    pieces: list[bytes] = []
+    kept = 0  # raw[:kept] is accounted for
+    position = raw.find(b'"')
+    while position >= 0:
+        end = raw.find(b'"', position + 1)
+        while end > 0 and _escaped(raw, end):
+            end = raw.find(b'"', end + 1)
+        if end < 0:
+            return None  # an unterminated string: let the full parser say what is wrong
+        if end - position > SKELETON_MIN_STRING and not _is_key(raw, end):
+            body = raw[position + 1 : end]
+            if body.isascii() and b"\\" not in body:
+                pieces.append(raw[kept : position + 1])
+                kept = end
+        position = raw.find(b'"', end + 1)
+    if not pieces:
+        return None
+    pieces.append(raw[kept:])
+    return b"".join(pieces)
+
+
+def _is_key(raw: bytes, closing_quote: int) -> bool:
+    """Whether the string ending at ``closing_quote`` is an object key (a colon follows)."""
+    at = closing_quote + 1
+    while at < len(raw) and raw[at] in b" \t\r\n":
+        at += 1
+    return raw[at : at + 1] == b":"
+
+
+def _escaped(raw: bytes, quote: int) -> bool:
+    """Whether the quote at ``quote`` is escaped (preceded by an odd run of backslashes)."""
+    run = 0
+    at = quote - 1
+    while at >= 0 and raw[at] == 0x5C:
+        run += 1
+        at -= 1
+    return run % 2 == 1
+
+
 def decode(raw: bytes) -> tuple[Any, Unparseable | None]:
-    """Parse one line as JSON. Returns ``(value, None)`` or ``(None, Unparseable)``."""
+    """Parse one line as JSON. Returns ``(value, None)`` or ``(None, Unparseable)``.
+
+    Large frames are parsed as a skeleton when that is possible (same envelope, long plain
+    strings emptied); anything the skeleton cannot settle goes to the full parsers.
+    """
+    if len(raw) >= SKELETON_MIN_SIZE:
+        outline = skeleton(raw)
+        if outline is not None:
+            try:
+                return orjson.loads(outline), None
+            except orjson.JSONDecodeError:
+                pass  # the full parse below says what is wrong
     try:
         return orjson.loads(raw), None
     except orjson.JSONDecodeError as fast_error:

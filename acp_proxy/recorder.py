@@ -38,7 +38,7 @@ IDLE_SECONDS = 0.25
 DEFAULT_LINGER = 0.005
 # WAL sizes that trigger a checkpoint: when nothing is queued, and in any case.
 WAL_IDLE_LIMIT = 4 * 1024 * 1024
-WAL_BUSY_LIMIT = 256 * 1024 * 1024
+WAL_BUSY_LIMIT = 1024 * 1024 * 1024
 Reporter = Callable[[str], None]
 
 

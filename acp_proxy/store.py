@@ -33,6 +33,7 @@ from .errors import RecordingError, UnknownRecording
 from .observer import FRAME_COLUMNS, ConnectionFacts, FrameRecord
 
 SCHEMA_VERSION = 1
+LARGE_FRAME_BYTES = 1024 * 1024
 BUSY_TIMEOUT_MS = 10_000
 
 _SCHEMA_V1 = """
@@ -280,6 +281,17 @@ class RecordingWriter:
         self._insert = (
             f"INSERT INTO frame (connection_id, {columns}) VALUES ({int(connection_id)}, {marks})"
         )
+        # Large frames: the row gets a zero-filled blob of the right size, then the bytes are
+        # written into it in place (binding them would make SQLite copy them all first).
+        raw_index = FRAME_COLUMNS.index("raw")
+        self._raw_index = raw_index
+        large_marks = ", ".join(
+            "zeroblob(?)" if i == raw_index else "?" for i in range(len(FRAME_COLUMNS))
+        )
+        self._insert_large = (
+            f"INSERT INTO frame (connection_id, {columns}) "
+            f"VALUES ({int(connection_id)}, {large_marks})"
+        )
 
     @classmethod
     def start(cls, db: sqlite3.Connection, new: NewConnection) -> RecordingWriter:
@@ -312,9 +324,7 @@ class RecordingWriter:
         try:
             with _transaction(self._db):
                 if records:
-                    # Plain tuples: the sqlite3 module binds a tuple subclass through the
-                    # generic sequence protocol, about a third slower per row.
-                    self._db.executemany(self._insert, map(tuple, records))
+                    self._insert_records(records)
                 totals = {direction: (frames, size) for direction, frames, size in counts}
                 if totals and totals != self._last_totals:
                     assignments = ", ".join(
@@ -337,6 +347,28 @@ class RecordingWriter:
                     )  # fmt: skip
         except sqlite3.Error as error:
             raise RecordingError(f"cannot write to the recording: {error}") from error
+
+    def _insert_records(self, records: Sequence[FrameRecord]) -> None:
+        raw_index = self._raw_index
+        start = 0
+        for index, record in enumerate(records):
+            raw = record.raw
+            if len(raw) >= LARGE_FRAME_BYTES:
+                self._insert_small(records[start:index])
+                start = index + 1
+                row = list(record)
+                row[raw_index] = len(raw)
+                cursor = self._db.execute(self._insert_large, row)
+                assert cursor.lastrowid is not None
+                with self._db.blobopen("frame", "raw", cursor.lastrowid) as blob:
+                    blob.write(raw)
+        self._insert_small(records[start:])
+
+    def _insert_small(self, records: Sequence[FrameRecord]) -> None:
+        if records:
+            # Plain tuples: the sqlite3 module binds a tuple subclass through the generic
+            # sequence protocol, about a third slower per row.
+            self._db.executemany(self._insert, map(tuple, records))
 
     def wal_size(self) -> int:
         """Bytes in the write-ahead log not yet known to be checkpointed (0 if unknown)."""

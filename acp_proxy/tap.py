@@ -40,6 +40,10 @@ class PipeTap:
 
     def put(self, direction: Direction, mono_ns: int, chunk: bytes) -> None:
         """Send one forwarded chunk (``b""`` marks the end of that direction's stream)."""
+        self.put_view(direction, mono_ns, memoryview(chunk))
+
+    def put_view(self, direction: Direction, mono_ns: int, chunk: memoryview) -> None:
+        """``put`` for a view into the forwarding thread's buffer (copied into the pipe)."""
         header = HEADER.pack(CHUNK, DIRECTION_CODES[direction], mono_ns, len(chunk))
         self._send(header, chunk)
 
@@ -58,7 +62,7 @@ class PipeTap:
                 with contextlib.suppress(OSError):
                     os.close(self._fd)
 
-    def _send(self, header: bytes, payload: bytes) -> None:
+    def _send(self, header: bytes, payload: bytes | memoryview) -> None:
         with self._lock:
             if not self._open:
                 return
@@ -66,7 +70,7 @@ class PipeTap:
                 written = os.writev(self._fd, (header, payload))
                 total = len(header) + len(payload)
                 if written < total:  # a signal interrupted a large write: finish it
-                    rest = memoryview(header + payload)[written:]
+                    rest = memoryview(header + bytes(payload))[written:]
                     while rest:
                         rest = rest[os.write(self._fd, rest) :]
             except OSError:

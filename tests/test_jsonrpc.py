@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from acp_proxy import jsonrpc
 from acp_proxy.jsonrpc import (
     Batch,
     Correlator,
@@ -19,6 +20,7 @@ from acp_proxy.jsonrpc import (
     Response,
     Unparseable,
     classify,
+    classify_value,
     id_key,
 )
 
@@ -143,3 +145,65 @@ def test_requests_round_trip_their_id(request_id: object, method: str) -> None:
     assert id_key(message.id) == id_key(request_id)  # type: ignore[arg-type]
     response = classify(json.dumps({"jsonrpc": "2.0", "id": request_id, "result": 1}).encode())
     assert isinstance(response, Response)
+
+
+# --- large frames: the skeleton parse ---------------------------------------------------------
+
+
+def _emptied(value: object, min_string: int) -> object:
+    """What a skeleton parse must give: long plain-ASCII strings without escapes emptied."""
+    if isinstance(value, dict):
+        return {key: _emptied(item, min_string) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_emptied(item, min_string) for item in value]
+    if isinstance(value, str):
+        encoded = json.dumps(value)[1:-1]
+        if len(encoded) + 1 > min_string and encoded.isascii() and "\\" not in encoded:
+            return ""
+    return value
+
+
+def test_a_large_image_frame_is_parsed_as_a_skeleton() -> None:
+    data = "A" * (2 * 1024 * 1024)
+    raw = (
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":'
+        b'{"content":{"type":"image","data":"' + data.encode() + b'"},'
+        b'"sessionUpdate":"agent_message_chunk","messageId":"m\\"1"}}}\n'
+    )
+    assert jsonrpc.skeleton(raw) is not None
+    value, failure = jsonrpc.decode(raw)
+    assert failure is None
+    update = value["params"]["update"]
+    assert update["sessionUpdate"] == "agent_message_chunk"
+    assert update["messageId"] == 'm"1'
+    assert update["content"]["data"] == ""
+
+
+def test_skeleton_leaves_escaped_and_non_ascii_strings_to_the_full_parser() -> None:
+    text = ('line \\"quoted\\" \\\\ end ' * 400).encode()
+    assert jsonrpc.skeleton(b'{"a":"' + text + b'"}') is None  # nothing plain to leave out
+    accents = ("é" * 5000).encode()
+    assert jsonrpc.skeleton(b'{"a":"' + accents + b'"}') is None
+
+
+def test_broken_large_frames_are_still_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jsonrpc, "SKELETON_MIN_SIZE", 10)
+    monkeypatch.setattr(jsonrpc, "SKELETON_MIN_STRING", 10)
+    assert classify(b'{"a":"' + b"x" * 50 + b'"').kind is Kind.UNPARSEABLE
+    assert classify(b'{"a":"' + b"x" * 50 + b'"}}').kind is Kind.UNPARSEABLE
+    assert classify(b'{"a":"' + b"x" * 50).kind is Kind.UNPARSEABLE
+
+
+@given(json_values, st.integers(min_value=2, max_value=40))
+def test_skeleton_parse_equals_full_parse_with_long_strings_emptied(
+    value: object, min_string: int
+) -> None:
+    raw = json.dumps({"jsonrpc": "2.0", "method": "m", "params": value}).encode()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jsonrpc, "SKELETON_MIN_SIZE", 0)
+        patch.setattr(jsonrpc, "SKELETON_MIN_STRING", min_string)
+        decoded, failure = jsonrpc.decode(raw)
+    assert failure is None
+    full = json.loads(raw)
+    assert decoded in (full, _emptied(full, min_string))
+    assert classify_value(decoded).kind is classify_value(full).kind
