@@ -10,8 +10,6 @@ Rules:
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,6 +19,9 @@ import click
 from . import __version__
 from .errors import AcpProxyError
 from .paths import DB_ENV, default_db_path
+from .stderr import report
+
+__all__ = ["LAZY_COMMANDS", "db_option", "main", "report", "resolve_db"]
 
 F = TypeVar("F")
 
@@ -69,13 +70,6 @@ class _Commands(click.Group):
         except AcpProxyError as error:
             report(str(error))
             ctx.exit(1)
-
-
-def report(message: str) -> None:
-    """Say something on stderr as the proxy (never stdout: that is the protocol channel)."""
-    data = f"acp-proxy: {message}\n".encode(errors="replace")
-    with contextlib.suppress(OSError):  # nowhere left to say it
-        os.write(2, data)
 
 
 def _db_option() -> click.Option:
@@ -143,12 +137,13 @@ def record(
     stderr, byte for byte. Everything is recorded, stderr lines included. The exit status is
     the agent's (128+N if signal N ended it; 127 or 126 if it could not start).
     """
-    from .early import EarlyAgent
+    from .launch import Launched
     from .record import RecordOptions
     from .record import record as run_record
 
-    early = ctx.obj.claim(agent_command) if isinstance(ctx.obj, EarlyAgent) else None
     options = RecordOptions(agent_command, resolve_db(db), label=label, grace=grace)
+    launched = ctx.obj if isinstance(ctx.obj, Launched) else None
+    early = launched.claim(agent_command, options.db_path, label) if launched else None
     sys.exit(run_record(options, report, early))
 
 

@@ -24,6 +24,10 @@ from .wire import Frame
 
 STDERR_KIND = "stderr"
 _STDERR = Direction.AGENT_STDERR
+# Plain str for SQLite: the sqlite3 module binds only exact str, int, float quickly; an enum
+# member would go through its adaptation protocol on every row.
+_DIRECTION_TEXT = {direction: str(direction.value) for direction in Direction}
+_KIND_TEXT = {kind: str(kind.value) for kind in Kind}
 _SESSION_UPDATE = acp.SESSION_UPDATE
 _REQUEST, _NOTIFICATION, _RESPONSE, _ERROR, _BATCH = (
     Kind.REQUEST, Kind.NOTIFICATION, Kind.RESPONSE, Kind.ERROR, Kind.BATCH,
@@ -122,15 +126,15 @@ class ConnectionObserver:
         no_newline = 0 if complete else 1
         if direction is _STDERR:
             return FrameRecord(
-                seq, direction, mono_ns, wall_ns, offset, len(raw), raw,
+                seq, _DIRECTION_TEXT[direction], mono_ns, wall_ns, offset, len(raw), raw,
                 STDERR_KIND, None, None, None, None, None, None, None, None, None,
                 0, 0, 0, 0, no_newline,
             )  # fmt: skip
         value, failure = decode(raw)
         if failure is not None:
             return FrameRecord(
-                seq, direction, mono_ns, wall_ns, offset, len(raw), raw,
-                failure.kind, None, None, None, None, None, None, None, None, None,
+                seq, _DIRECTION_TEXT[direction], mono_ns, wall_ns, offset, len(raw), raw,
+                _KIND_TEXT[failure.kind], None, None, None, None, None, None, None, None, None,
                 1, 1 if failure.bad_utf8 else 0, 1, 0, no_newline,
             )  # fmt: skip
         kind, message_id_or_none, method, payload, jsonrpc_ok = envelope(value)
@@ -202,8 +206,8 @@ class ConnectionObserver:
                     self._remember(direction, entry.id, entry.method, params, seq, _str(session))
 
         return FrameRecord(
-            seq, direction, mono_ns, wall_ns, offset, len(raw), raw,
-            kind, rpc_id, method, request_seq, session_id, update_kind, message_id,
+            seq, _DIRECTION_TEXT[direction], mono_ns, wall_ns, offset, len(raw), raw,
+            _KIND_TEXT[kind], rpc_id, method, request_seq, session_id, update_kind, message_id,
             tool_call_id, error_code, stop_reason, 0, 0, 0 if jsonrpc_ok else 1, batch,
             no_newline,
         )  # fmt: skip

@@ -1,8 +1,9 @@
 """``record``: one proxied connection, from spawning the agent to the last committed frame.
 
 Rules:
-- The agent is spawned before anything slow happens (opening the database, starting the event
-  loop), so the proxy adds as little as possible to the agent's start-up.
+- The agent is launched (launch.py: spawned, recorder forked, bytes flowing) before anything
+  slow happens (opening the database, starting the event loop), so the proxy adds as little
+  as possible to the agent's start-up; the recorder is told where to record afterwards.
 - Recording never blocks forwarding except through the tap's byte bound; a recording that
   fails is reported once and forwarding goes on (see recorder.py).
 - An agent that cannot start gets the shell's exit status (127 not found, 126 not executable),
@@ -21,9 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__
-from .early import EarlyAgent
 from .errors import RecordingError
-from .spawn import SpawnFailed, pass_signals_to, spawn_agent
+from .launch import Launched, launch
 
 FLUSH_DEADLINE = 30.0
 Reporter = Callable[[str], None]
@@ -38,44 +38,20 @@ class RecordOptions:
     flush_deadline: float = FLUSH_DEADLINE
 
 
-def record(options: RecordOptions, report: Reporter, early: EarlyAgent | None = None) -> int:
+def record(options: RecordOptions, report: Reporter, launched: Launched | None = None) -> int:
     """Run the agent behind the proxy, recording everything; return the exit status.
 
-    ``early`` is the agent when entry.py already started it (same command).
+    ``launched`` is the launch entry.py already made for this command, if any.
     """
-    clock_origin = (time.monotonic_ns(), time.time_ns())
-    if early is not None:
-        process, failure = early.process, early.failure
-    else:
-        try:
-            process, failure = spawn_agent(options.agent_argv), None
-        except SpawnFailed as error:
-            process, failure = None, error
-        if process is not None:
-            pass_signals_to(process)
-    if failure is not None or process is None:
+    if launched is None:
+        launched = launch(options.agent_argv, report, options.db_path, options.label)
+    process, recorder, forwarding = launched.process, launched.recorder, launched.forwarding
+    if process is None or recorder is None or forwarding is None:
+        failure = launched.failure
         assert failure is not None
         report(str(failure))
-        _record_spawn_failure(options, str(failure), clock_origin[1], report)
+        _record_spawn_failure(options, str(failure), launched.clock_origin[1], report)
         return failure.exit_status
-
-    from .recorder_process import start_recorder_process
-    from .store import NewConnection
-
-    new = NewConnection(
-        argv=options.agent_argv, cwd=os.getcwd(), proxy_version=__version__,
-        proxy_pid=os.getpid(), label=options.label, started_ns=clock_origin[1],
-    )  # fmt: skip
-    pipes = (process.stdin, process.stdout, process.stderr)
-    recorder = start_recorder_process(
-        options.db_path, new, clock_origin, report,
-        conversation_fds=[pipe.fileno() for pipe in pipes if pipe is not None],
-    )  # fmt: skip
-    recorder.tap.update(agent_pid=process.pid)
-    from .forward import Forwarding
-
-    forwarding = Forwarding(process, recorder.tap, report)
-
     # Imported once bytes already flow: the agent starts while these load.
     import anyio
 

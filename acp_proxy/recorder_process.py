@@ -2,8 +2,9 @@
 
 Rules:
 - ``start_recorder_process`` forks right after the agent is spawned, while the proxy has no
-  threads yet (forking a threaded process is unsafe). The child is the recorder; the parent
-  keeps only the write end of the tap pipe (a ``PipeTap``).
+  threads yet (forking a threaded process is unsafe) and has imported little (a small parent
+  makes a small child). The child is the recorder; the parent keeps only the write end of the
+  tap pipe (a ``PipeTap``). What to record arrives later, as a ``CONFIG`` message.
 - Why a process and not a thread: framing, JSON parsing and SQLite binding are Python work
   that holds the interpreter lock; in a thread they stall the forwarding threads (measured:
   see docs/performance.md). In a process of its own the recorder has its own lock and core.
@@ -30,12 +31,12 @@ import signal
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .tap import CHUNK, UPDATE, PipeTap, TapReader, decode_update
+from .tap import CHUNK, CONFIG, UPDATE, PipeTap, TapReader, decode_json
 
 if TYPE_CHECKING:
-    from .store import NewConnection
+    from .recorder import Recorder
 
 PIPE_SIZE = 1024 * 1024
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
@@ -67,13 +68,12 @@ class RecorderProcess:
 
 
 def start_recorder_process(
-    db_path: Path,
-    new_connection: NewConnection,
-    clock_origin: tuple[int, int],
-    report: Reporter,
-    conversation_fds: Iterable[int],
+    clock_origin: tuple[int, int], report: Reporter, conversation_fds: Iterable[int]
 ) -> RecorderProcess:
-    """Fork the recorder. ``conversation_fds`` are closed in the child (the agent's pipes)."""
+    """Fork the recorder. ``conversation_fds`` are closed in the child (the agent's pipes).
+
+    The recorder learns where and what to record from a ``CONFIG`` message (``tap.configure``).
+    """
     read_fd, write_fd = os.pipe()
     committed_read, committed_write = os.pipe()
     with contextlib.suppress(OSError):  # a bigger pipe absorbs bursts; the default also works
@@ -85,9 +85,7 @@ def start_recorder_process(
             os.close(write_fd)
             os.close(committed_read)
             _leave_the_conversation(conversation_fds)
-            status = record_from_pipe(
-                read_fd, db_path, new_connection, clock_origin, report, committed_write
-            )
+            status = record_from_pipe(read_fd, clock_origin, report, committed_write)
         except BaseException as error:  # the child must never return into the parent's code
             report(f"the recorder failed: {type(error).__name__}: {error}")
         finally:
@@ -110,27 +108,30 @@ def _leave_the_conversation(fds: Iterable[int]) -> None:
 
 
 def record_from_pipe(
-    read_fd: int,
-    db_path: Path,
-    new_connection: NewConnection,
-    clock_origin: tuple[int, int],
-    report: Reporter,
-    committed_fd: int,
+    read_fd: int, clock_origin: tuple[int, int], report: Reporter, committed_fd: int
 ) -> int:
     """The recorder process's work: read the tap until EOF, record, return the exit status.
 
-    Once everything is committed it writes ``1`` (or ``0`` if the recording failed) to
-    ``committed_fd`` so the proxy can exit, then checkpoints the WAL.
+    Chunks wait in the queue until the ``CONFIG`` message says where to record (forwarding
+    starts before the command line is read). Without one, nothing is recorded: the proxy
+    stopped before it knew where to (a usage error). Once everything is committed it writes
+    ``1`` (or ``0`` if the recording failed) to ``committed_fd`` so the proxy can exit, then
+    checkpoints the WAL.
     """
     # Imported here, in the child: the parent (forwarding) never pays for SQLite.
     from .chunk_queue import ChunkQueue
     from .recorder import Recorder
+    from .store import NewConnection
 
     # The recorder makes no reference cycles; millions of short-lived rows would otherwise
     # trigger needless cyclic collections.
     gc.disable()
     queue = ChunkQueue(report=report)
-    recorder = Recorder(db_path, new_connection, queue, report, clock_origin=clock_origin)
+    configured = threading.Event()
+    settings: dict[str, Any] = {}
+    early_updates: dict[str, Any] = {}
+    lock = threading.Lock()
+    recorder: Recorder | None = None
 
     def read_tap() -> None:
         try:
@@ -138,12 +139,30 @@ def record_from_pipe(
                 if kind == CHUNK:
                     queue.put(direction, mono_ns, payload)
                 elif kind == UPDATE:
-                    recorder.set_connection(**decode_update(payload))
+                    with lock:
+                        if recorder is None:
+                            early_updates.update(decode_json(payload))
+                        else:
+                            recorder.set_connection(**decode_json(payload))
+                elif kind == CONFIG:
+                    settings.update(decode_json(payload))
+                    configured.set()
         finally:
             queue.close()
+            configured.set()
 
     reader = threading.Thread(target=read_tap, name="acp-proxy tap reader", daemon=True)
     reader.start()
+    configured.wait()
+    if not settings:
+        reader.join()
+        return 0
+    with lock:
+        recorder = Recorder(
+            Path(settings["db"]), NewConnection(**settings["connection"]), queue, report,
+            clock_origin=clock_origin,
+        )  # fmt: skip
+        recorder.set_connection(**early_updates)
     recorder.run()
     reader.join()
     recorded = recorder.status.error is None

@@ -8,8 +8,10 @@ Rules:
 - ``put`` only waits when the pipe is full, i.e. when the recorder process is further behind
   than its own byte bound (see recorder.py): that is the documented backpressure.
 - If the recorder process is gone (EPIPE), ``put`` stops sending and forwarding goes on.
-- Messages: ``CHUNK`` (direction, monotonic ns, bytes; empty bytes = end of that stream) and
-  ``UPDATE`` (JSON object of connection columns, e.g. the agent's exit status).
+- Messages: ``CHUNK`` (direction, monotonic ns, bytes; empty bytes = end of that stream),
+  ``UPDATE`` (JSON object of connection columns, e.g. the agent's exit status) and ``CONFIG``
+  (JSON: where and what to record; it may come after the first chunks, because forwarding
+  starts before the command line has been read).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 from .acp import Direction
 
 HEADER = struct.Struct("<BBQI")  # kind, direction, monotonic ns, payload length
-CHUNK, UPDATE = 1, 2
+CHUNK, UPDATE, CONFIG = 1, 2, 3
 DIRECTION_CODES = {Direction.CLIENT_TO_AGENT: 0, Direction.AGENT_TO_CLIENT: 1,
                    Direction.AGENT_STDERR: 2}  # fmt: skip
 DIRECTIONS_BY_CODE = {code: direction for direction, code in DIRECTION_CODES.items()}
@@ -49,10 +51,17 @@ class PipeTap:
 
     def update(self, **columns: Any) -> None:
         """Ask the recorder to set connection columns (agent pid, exit status ...)."""
-        import orjson  # not needed before the first update: keep start-up light
+        self._send_json(UPDATE, columns)
 
-        payload = orjson.dumps(columns)
-        self._send(HEADER.pack(UPDATE, 0, 0, len(payload)), payload)
+    def configure(self, **settings: Any) -> None:
+        """Tell the recorder where and what to record (see recorder_process.py)."""
+        self._send_json(CONFIG, settings)
+
+    def _send_json(self, kind: int, value: dict[str, Any]) -> None:
+        import orjson  # not needed before the first message of this kind: keep start-up light
+
+        payload = orjson.dumps(value)
+        self._send(HEADER.pack(kind, 0, 0, len(payload)), payload)
 
     def close(self) -> None:
         """No more messages: the recorder finishes once it has read what is in the pipe."""
@@ -111,7 +120,7 @@ class TapReader:
             yield kind, DIRECTIONS_BY_CODE.get(code, Direction.AGENT_STDERR), mono_ns, payload
 
 
-def decode_update(payload: bytes) -> dict[str, Any]:
+def decode_json(payload: bytes) -> dict[str, Any]:
     import orjson
 
     value = orjson.loads(payload)

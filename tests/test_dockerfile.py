@@ -37,9 +37,10 @@ REPO = Path(__file__).resolve().parents[1]
 DOCKERFILE = REPO / "Dockerfile"
 DOCKERIGNORE = REPO / ".dockerignore"
 BASE_IMAGE = "python:3.11-slim"
-ENTRY_POINT = "acp-proxy = " + tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
-    "scripts"
-]["acp-proxy"]
+ENTRY_POINT = (
+    "acp-proxy = "
+    + tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]["acp-proxy"]
+)
 BIN = Path(sys.executable).parent
 PIP = (sys.executable, "-m", "pip")
 

@@ -416,3 +416,29 @@ def test_agent_command_without_double_dash(db_path: Path) -> None:
     assert result.returncode == 0
     assert result.stdout == b"{}\n"
     assert [bytes(r["raw"]) for r in frames(db_path, "a2c")] == [b"{}\n"]
+
+
+def test_early_launch_understands_only_options_record_has() -> None:
+    from acp_proxy.cli import main
+    from acp_proxy.entry import EARLY_OPTIONS, early_record_settings
+
+    record_command = main.get_command(None, "record")  # type: ignore[arg-type]
+    assert record_command is not None
+    known = {name for param in record_command.params for name in param.opts}
+    assert set(EARLY_OPTIONS) <= known
+    assert early_record_settings(["record", "--db=x.db", "--label", "l", "--", "a", "-b"]) == (
+        ["a", "-b"], Path("x.db"), "l",
+    )  # fmt: skip
+    for unclear in (
+        ["record", "--help", "--", "a"],
+        ["record", "--db", "--", "a"],
+        ["record", "--grace", "-1", "--", "a"],
+        ["record", "--db", "x", "--db", "y", "--", "a"],
+        [
+            "record",
+            "--",
+        ],
+        ["record", "a"],
+        ["show", "--", "a"],
+    ):
+        assert early_record_settings(unclear) is None, unclear
