@@ -1,0 +1,147 @@
+"""Pure helpers shared by the text, Markdown and HTML renderers: words for values.
+
+Rules:
+- No I/O and no markup: each function turns a value into plain words (the renderers escape
+  and style them). Nothing here raises on odd peer values; unknown shapes become JSON text.
+- Durations are nanoseconds in, one short unit out (``850 us``, ``12.5 ms``, ``3.20 s``).
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import orjson
+
+PLAN_MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
+
+
+def duration(ns: int | None) -> str:
+    if ns is None:
+        return "-"
+    if ns < 1_000_000:
+        return f"{ns / 1000:.0f} us"
+    if ns < 1_000_000_000:
+        ms = ns / 1e6
+        return f"{ms:.1f} ms" if ms < 100 else f"{ms:.0f} ms"
+    return f"{ns / 1e9:.2f} s"
+
+
+def since(start: int | None, end: int | None) -> str:
+    return "-" if start is None or end is None else duration(end - start)
+
+
+def wall(ns: int | None) -> str:
+    if ns is None:
+        return "-"
+    moment = datetime.datetime.fromtimestamp(ns / 1e9, tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def peer(info: Any) -> str:
+    """``title version`` (or name) of a clientInfo/agentInfo object."""
+    if not isinstance(info, dict):
+        return "unnamed"
+    name = info.get("title") or info.get("name") or "unnamed"
+    version = info.get("version")
+    return f"{name} {version}" if version else str(name)
+
+
+def to_json(value: Any, *, pretty: bool = False) -> str:
+    option = orjson.OPT_INDENT_2 if pretty else 0
+    try:
+        return orjson.dumps(value, option=option).decode()
+    except TypeError:
+        return repr(value)
+
+
+def block_text(block: Any) -> str:
+    """A content block as the text a client shows for it."""
+    if not isinstance(block, dict):
+        return to_json(block)
+    kind = block.get("type")
+    if kind == "text" and isinstance(block.get("text"), str):
+        return str(block["text"])
+    if kind == "resource_link":
+        return f"[{block.get('name') or block.get('uri')}]({block.get('uri')})"
+    if kind == "resource" and isinstance(block.get("resource"), dict):
+        resource = block["resource"]
+        body = resource.get("text")
+        uri = resource.get("uri", "resource")
+        return f"{uri}:\n{body}" if isinstance(body, str) else f"<{uri}>"
+    if kind in ("image", "audio"):
+        return f"<{kind} {block.get('mimeType', '')}>".replace(" >", ">")
+    return to_json(block)
+
+
+def content_text(content: Any) -> str:
+    """Text of a content list (or one block), adjacent text blocks joined as streamed."""
+    blocks = content if isinstance(content, list | tuple) else [content]
+    parts: list[str] = []
+    previous_text = False
+    for block in blocks:
+        is_text = isinstance(block, dict) and block.get("type") == "text"
+        if parts and not (is_text and previous_text):
+            parts.append("\n\n")
+        parts.append(block_text(block))
+        previous_text = is_text
+    return "".join(parts)
+
+
+def tool_content_text(item: Any) -> str:
+    """One ToolCallContent: content, diff or terminal."""
+    if not isinstance(item, dict):
+        return to_json(item)
+    kind = item.get("type")
+    if kind == "content":
+        return block_text(item.get("content"))
+    if kind == "diff":
+        return f"diff {item.get('path', '?')}:\n{item.get('newText', '')}"
+    if kind == "terminal":
+        return f"terminal {item.get('terminalId', '?')}"
+    return to_json(item)
+
+
+def plan_line(entry: Any) -> str:
+    if not isinstance(entry, dict):
+        return to_json(entry)
+    mark = PLAN_MARKS.get(str(entry.get("status")), "[?]")
+    priority = f" ({entry['priority']})" if entry.get("priority") else ""
+    return f"{mark} {entry.get('content', '')}{priority}"
+
+
+def usage_text(usage: Any) -> str:
+    if not isinstance(usage, dict):
+        return to_json(usage)
+    cost = usage.get("cost")
+    money = ""
+    if isinstance(cost, dict):
+        money = f", {cost.get('amount')} {cost.get('currency', '')}".rstrip()
+    if "used" in usage or "size" in usage:
+        return f"{usage.get('used', '?')} / {usage.get('size', '?')} tokens{money}"
+    return to_json(usage)
+
+
+def permission_answer(outcome: Any, error: Any, options: Any) -> str:
+    """What the client answered: the chosen option's name, ``cancelled``, or the error."""
+    if error is not None:
+        return (
+            f"error {error.get('code')}: {error.get('message')}"
+            if isinstance(error, dict)
+            else "error"
+        )
+    if not isinstance(outcome, dict):
+        return "no answer"
+    if outcome.get("outcome") == "selected":
+        chosen = outcome.get("optionId")
+        for option in options if isinstance(options, list) else []:
+            if isinstance(option, dict) and option.get("optionId") == chosen:
+                return f"{option.get('name', chosen)} ({option.get('kind', 'option')})"
+        return f"option {chosen}"
+    return str(outcome.get("outcome", "unknown"))
+
+
+def option_names(options: Any) -> str:
+    if not isinstance(options, list):
+        return ""
+    return " / ".join(str(o.get("name", o.get("optionId"))) for o in options if isinstance(o, dict))

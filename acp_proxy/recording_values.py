@@ -1,0 +1,75 @@
+"""Sans-I/O values read from a recording: a connection row and a frame row.
+
+Rules:
+- Frozen, slotted dataclasses with exactly the meaning of docs/recording-format.md; the
+  ``store_read`` module builds them, renderers and the transcript model consume them.
+- ``FrameRow`` satisfies ``transcript.FrameLike``, so stored frames feed the model directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionRow:
+    id: int
+    uid: str
+    label: str | None
+    status: str
+    started_ns: int
+    ended_ns: int | None
+    argv: list[str]
+    cwd: str
+    proxy_version: str
+    exit_code: int | None
+    exit_signal: int | None
+    error: str | None
+    protocol_version: int | None
+    client_info: Any
+    agent_info: Any
+    frames_c2a: int
+    frames_a2c: int
+    lines_stderr: int
+    frames_lost: int
+
+    @property
+    def frames(self) -> int:
+        return self.frames_c2a + self.frames_a2c + self.lines_stderr
+
+    @property
+    def ending(self) -> str:
+        """How the agent ended, in words."""
+        if self.exit_signal is not None:
+            return f"signal {self.exit_signal}"
+        if self.exit_code is not None:
+            return f"exit {self.exit_code}"
+        if self.status == "spawn_failed":
+            return "did not start"
+        return self.status
+
+
+@dataclass(frozen=True, slots=True)
+class FrameRow:
+    """One stored frame with what ``show`` needs: parsed columns and request latency."""
+
+    seq: int
+    direction: str
+    mono_ns: int
+    wall_ns: int
+    raw: bytes
+    kind: str
+    rpc_id: Any
+    method: str | None
+    session_id: str | None
+    update_kind: str | None
+    request_seq: int | None
+    stop_reason: str | None
+    error_code: int | None
+    latency_ns: int | None = None  # responses: time since the request they answer
+    offset: int = 0
+    size: int = 0
+    message_id: str | None = None
+    tool_call_id: str | None = None
+    flags: tuple[str, ...] = ()  # bad_json, bad_utf8, not_jsonrpc, batch, no_newline

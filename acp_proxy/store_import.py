@@ -1,0 +1,109 @@
+"""``import``: load a JSONL export (export.py) into a recording database.
+
+Rules:
+- The import is one transaction: a bad line leaves the database as it was.
+- A new ``connection`` row is created (a new id); every other column, the ``uid`` included,
+  comes from the export, and every frame gets back its exact bytes and stored columns.
+- ``uid`` is unique: importing a connection the database already holds (the same file twice,
+  or an export back into its own database) is refused, naming the connection that has it.
+- Only columns the schema has are written; an export naming others is refused.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from .errors import AcpProxyError
+from .export import frame_of, header_of
+from .store import connect
+
+BATCH = 1000
+
+
+class ImportRefused(AcpProxyError):
+    """The file is not an export this database can take."""
+
+
+def _columns(db: sqlite3.Connection, table: str) -> list[str]:
+    return [row[1] for row in db.execute(f"PRAGMA table_info({table})")]
+
+
+def _insert(table: str, names: list[str]) -> str:
+    marks = ", ".join("?" for _ in names)
+    return f"INSERT INTO {table} ({', '.join(names)}) VALUES ({marks})"  # noqa: S608
+
+
+def _refuse_if_held(db: sqlite3.Connection, uid: str) -> None:
+    held = db.execute("SELECT id FROM connection WHERE uid = ?", (uid,)).fetchone()
+    if held is not None:
+        raise ImportRefused(
+            f"connection {uid} is already in this database (connection {held[0]}); nothing imported"
+        )
+
+
+def _record(number: int, line: bytes, frame_columns: list[str]) -> dict[str, Any]:
+    try:
+        record = frame_of(line)
+    except ValueError as error:
+        raise ImportRefused(f"line {number}: {error}") from error
+    extra = set(record) - set(frame_columns)
+    if extra:
+        raise ImportRefused(f"line {number}: unknown frame columns {sorted(extra)}")
+    return record
+
+
+def import_jsonl(
+    db_path: Path, lines: Iterable[bytes], progress: Callable[[int], None] = lambda n: None
+) -> int:
+    """Import one export; returns the new connection id."""
+    db = connect(db_path)
+    try:
+        return _import(db, iter(lines), progress)
+    finally:
+        db.close()
+
+
+def _import(db: sqlite3.Connection, lines: Any, progress: Callable[[int], None]) -> int:
+    first = next(lines, None)
+    if first is None:
+        raise ImportRefused("the file is empty")
+    try:
+        connection = header_of(first)
+    except ValueError as error:
+        raise ImportRefused(str(error)) from error
+    connection_columns = set(_columns(db, "connection")) - {"id"}
+    frame_columns = [c for c in _columns(db, "frame") if c not in ("id", "connection_id")]
+    unknown = set(connection) - connection_columns
+    if unknown:
+        raise ImportRefused(f"unknown connection columns in the export: {sorted(unknown)}")
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        _refuse_if_held(db, connection["uid"])
+        names = list(connection)
+        cursor = db.execute(_insert("connection", names), [connection[n] for n in names])
+        connection_id = cursor.lastrowid
+        statement = _insert("frame", ["connection_id", *frame_columns])
+        batch: list[list[Any]] = []
+        for number, line in enumerate(lines, start=2):
+            if not line.strip():
+                continue
+            record = _record(number, line, frame_columns)
+            batch.append([connection_id, *(record.get(c) for c in frame_columns)])
+            if len(batch) >= BATCH:
+                db.executemany(statement, batch)
+                progress(len(batch))
+                batch = []
+        db.executemany(statement, batch)
+        progress(len(batch))
+        db.execute("COMMIT")
+    except sqlite3.Error as error:
+        db.execute("ROLLBACK")
+        raise ImportRefused(f"cannot import: {error}") from error
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    assert connection_id is not None
+    return connection_id
