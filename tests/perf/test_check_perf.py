@@ -1,0 +1,110 @@
+"""Benchmark: ``acp-proxy check`` on a 100,000-frame recording must take under 5 s.
+
+Not part of the normal run (pytest's addopts ignore tests/perf). Run it with:
+
+    .venv/bin/pytest tests/perf -p no:cacheprovider -s
+
+The recording is a v2 conversation shaped like a busy agent: many prompt turns, each with a
+user message, running/idle states, tool calls with content chunks, plans and long runs of
+agent message chunks (the kind that dominates real recordings), all schema-validated.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from acp_proxy.cli import main
+from acp_proxy.observer import ConnectionObserver
+from acp_proxy.store import NewConnection, RecordingWriter, connect
+from acp_proxy.wire import LineSplitter
+from tests.fixtures_checks import S, req, res, state, upd, v2
+from tests.helpers import A2C, C2A
+
+FRAMES = 100_000
+BUDGET_S = 5.0
+SCHEMAS = Path(__file__).resolve().parents[3] / "shared" / "acp-schema"
+
+
+def turn(n: int) -> list[Any]:
+    text = {"type": "text", "text": f"word {n} " * 8}
+    call = f"call_{n}"
+    frames = [
+        req(100 + n, "session/prompt", {"sessionId": S, "prompt": [text]}),
+        upd({"sessionUpdate": "user_message", "messageId": f"u{n}", "content": [text]}),
+        res(100 + n, {"messageId": f"u{n}"}),
+        state("running"),
+        upd(
+            {
+                "sessionUpdate": "plan_update",
+                "plan": {
+                    "type": "items",
+                    "planId": f"p{n}",
+                    "entries": [{"content": "step", "priority": "high", "status": "pending"}],
+                },
+            }
+        ),
+        upd(
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": call,
+                "title": "Read",
+                "kind": "read",
+                "status": "in_progress",
+                "locations": [{"path": "/w/a.py"}],
+            }
+        ),
+        upd(
+            {
+                "sessionUpdate": "tool_call_content_chunk",
+                "toolCallId": call,
+                "content": {"type": "content", "content": text},
+            }
+        ),
+        upd({"sessionUpdate": "tool_call_update", "toolCallId": call, "status": "completed"}),
+    ]
+    frames += [
+        upd({"sessionUpdate": "agent_message_chunk", "messageId": f"a{n}", "content": text})
+        for _ in range(40)
+    ]
+    return [*frames, state("idle", stopReason="end_turn")]
+
+
+def build(path: Path) -> int:
+    observer, splitters = ConnectionObserver(), {C2A: LineSplitter(), A2C: LineSplitter()}
+    db = connect(path)
+    writer = RecordingWriter.start(db, NewConnection(["bench"], "/", "bench", 1, label="bench"))
+    batch, n, count = [], 0, 0
+    frames = v2()
+    while count < FRAMES or frames:  # whole turns only
+        if not frames:
+            frames, n = turn(n), n + 1
+        direction, data = frames.pop(0)
+        for frame in splitters[direction].feed(data):
+            count += 1
+            batch.append(observer.observe(direction, frame, count, count))
+        if len(batch) >= 5000:
+            writer.append(batch, facts=observer.facts())
+            batch = []
+    writer.append(batch, facts=observer.facts())
+    db.close()
+    return count
+
+
+@pytest.mark.skipif(not SCHEMAS.is_dir(), reason="../shared/acp-schema missing")
+def test_check_100k_frames_under_5s(tmp_path: Path) -> None:
+    db = tmp_path / "bench.sqlite"
+    frames = build(db)
+    assert frames >= FRAMES
+    env = {"ACP_PROXY_SCHEMAS": os.environ.get("ACP_PROXY_SCHEMAS", str(SCHEMAS))}
+    start = time.perf_counter()
+    result = CliRunner().invoke(main, ["check", "--db", str(db), "bench"], env=env)
+    elapsed = time.perf_counter() - start
+    print(f"\ncheck of {frames} frames: {elapsed:.2f} s; {result.output.strip()}")
+    assert result.exit_code == 0, result.output
+    assert elapsed < BUDGET_S
