@@ -12,7 +12,7 @@ import pytest
 PACKAGE = Path(__file__).parent.parent / "acp_proxy"
 SANS_IO = ["wire", "jsonrpc", "acp", "observer", "errors", "paths"]
 SANS_IO += ["transcript", "transcript_values", "transcript_entities", "transcript_replay"]
-SANS_IO += ["recording_values"]
+SANS_IO += ["transcript_state", "recording_values"]
 SANS_IO += ["checks", "checks_base", "schemas", "schema_files", "normalize", "diffing"]
 SANS_IO += ["check_report", "checkdoc"] + [f"checks_rules_{m}" for m in ("framing", "session")]
 SANS_IO += [f"checks_rules_{m}" for m in ("lifecycle", "updates", "replay")]
