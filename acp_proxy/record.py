@@ -53,9 +53,15 @@ def record(options: RecordOptions, report: Reporter, launched: Launched | None =
         _record_spawn_failure(options, str(failure), launched.clock_origin[1], report)
         return failure.exit_status
     # Imported once bytes already flow: the agent starts while these load.
+    import gc
+
     import anyio
 
     from .relay import relay
+
+    # Everything imported so far lives as long as the proxy: keep it out of the cyclic
+    # collector's way, so that a full collection never pauses forwarding for milliseconds.
+    gc.freeze()
 
     try:
         ended = anyio.run(
