@@ -143,7 +143,7 @@ def record(
 
     options = RecordOptions(agent_command, resolve_db(db), label=label, grace=grace)
     launched = ctx.obj if isinstance(ctx.obj, Launched) else None
-    early = launched.claim(agent_command, options.db_path, label) if launched else None
+    early = launched.claim(agent_command, str(options.db_path), label) if launched else None
     sys.exit(run_record(options, report, early))
 
 

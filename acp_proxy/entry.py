@@ -19,17 +19,16 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from .launch import Launched, launch
-from .paths import DB_ENV, default_db_path
+from .paths import DB_ENV, default_db_file
 from .stderr import report
 
 # The options of ``record`` that the early launch understands (tests check they still exist).
 EARLY_OPTIONS = ("--db", "--label", "--grace")
 
 
-def early_record_settings(args: Sequence[str]) -> tuple[list[str], Path, str | None] | None:
+def early_record_settings(args: Sequence[str]) -> tuple[list[str], str, str | None] | None:
     """``(agent argv, database, label)`` for an unambiguous ``record`` command line, or None."""
     if args[:1] != ["record"] or "--" not in args:
         return None
@@ -56,8 +55,7 @@ def early_record_settings(args: Sequence[str]) -> tuple[list[str], Path, str | N
         except ValueError:
             return None
     configured = values.get("--db") or os.environ.get(DB_ENV)
-    db_path = Path(configured) if configured else default_db_path()
-    return agent, db_path, values.get("--label")
+    return agent, configured or default_db_file(), values.get("--label")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

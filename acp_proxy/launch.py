@@ -19,7 +19,6 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from . import __version__
 from .forward import Forwarding
@@ -43,7 +42,7 @@ class Launched:
         recorder: RecorderProcess | None = None,
         forwarding: Forwarding | None = None,
         failure: SpawnFailed | None = None,
-        db_path: Path | None = None,
+        db_path: str | None = None,
         label: str | None = None,
     ) -> None:
         self.argv = list(argv)
@@ -56,7 +55,7 @@ class Launched:
         self.failure = failure
         self._claimed = False
 
-    def claim(self, argv: Sequence[str], db_path: Path, label: str | None) -> Launched | None:
+    def claim(self, argv: Sequence[str], db_path: str, label: str | None) -> Launched | None:
         """This launch, if it is for the same command and recording, and not yet claimed."""
         if self._claimed or (list(argv), db_path, label) != (self.argv, self.db_path, self.label):
             return None
@@ -77,7 +76,7 @@ class Launched:
 
 
 def launch(
-    argv: Sequence[str], report: Reporter, db_path: Path, label: str | None = None
+    argv: Sequence[str], report: Reporter, db_path: str, label: str | None = None
 ) -> Launched:
     """Start everything that moves bytes, and tell the recorder where to record.
 
@@ -94,7 +93,7 @@ def launch(
         clock_origin, report, [pipe.fileno() for pipe in pipes if pipe is not None]
     )
     recorder.tap.configure(
-        db=str(db_path),
+        db=db_path,
         connection={
             "argv": list(argv), "cwd": os.getcwd(), "proxy_version": __version__,
             "proxy_pid": os.getpid(), "label": label, "started_ns": clock_origin[1],

@@ -11,19 +11,29 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 DB_ENV = "ACP_PROXY_DB"
 DB_FILE_NAME = "recordings.sqlite"
 
 
-def data_home(environ: Mapping[str, str] = os.environ) -> Path:
+def data_home(environ: Mapping[str, str] = os.environ) -> str:
     configured = environ.get("XDG_DATA_HOME", "")
     # The spec says a relative XDG path is invalid and must be ignored.
     if configured and os.path.isabs(configured):
-        return Path(configured)
-    return Path.home() / ".local" / "share"
+        return configured
+    return os.path.join(os.path.expanduser("~"), ".local", "share")
+
+
+def default_db_file(environ: Mapping[str, str] = os.environ) -> str:
+    """The default database as a string (pathlib is slow to import before the agent starts)."""
+    return os.path.join(data_home(environ), "acp-proxy", DB_FILE_NAME)
 
 
 def default_db_path(environ: Mapping[str, str] = os.environ) -> Path:
-    return data_home(environ) / "acp-proxy" / DB_FILE_NAME
+    from pathlib import Path
+
+    return Path(default_db_file(environ))

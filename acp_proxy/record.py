@@ -44,7 +44,7 @@ def record(options: RecordOptions, report: Reporter, launched: Launched | None =
     ``launched`` is the launch entry.py already made for this command, if any.
     """
     if launched is None:
-        launched = launch(options.agent_argv, report, options.db_path, options.label)
+        launched = launch(options.agent_argv, report, str(options.db_path), options.label)
     process, recorder, forwarding = launched.process, launched.recorder, launched.forwarding
     if process is None or recorder is None or forwarding is None:
         failure = launched.failure

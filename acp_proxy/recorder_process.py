@@ -30,7 +30,6 @@ import select
 import signal
 import threading
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .tap import CHUNK, CONFIG, UPDATE, PipeTap, TapReader, decode_json
@@ -137,6 +136,8 @@ def record_from_pipe(
     checkpoints the WAL.
     """
     # Imported here, in the child: the parent (forwarding) never pays for SQLite.
+    from pathlib import Path
+
     from .chunk_queue import ChunkQueue
     from .recorder import Recorder
     from .store import NewConnection
