@@ -80,7 +80,7 @@ def items(
     return out
 
 
-def _raw(raw: bytes) -> str:
+def _raw(raw: bytes | bytearray) -> str:
     return raw.decode("utf-8", "backslashreplace")
 
 

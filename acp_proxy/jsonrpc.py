@@ -119,7 +119,7 @@ SKELETON_MIN_STRING = 4096
 SKELETON_MAX_QUOTES = 4096
 
 
-def skeleton(raw: bytes) -> bytes | None:
+def skeleton(raw: bytes | bytearray) -> bytes | None:
     """``raw`` with the contents of its long plain strings removed, or None.
 
     The structure, the keys and every short value stay as they are, so the parsed skeleton
@@ -130,7 +130,7 @@ def skeleton(raw: bytes) -> bytes | None:
     """
     if raw.count(b'"') > SKELETON_MAX_QUOTES:
         return None
-    pieces: list[bytes] = []
+    pieces: list[bytes | bytearray] = []
     kept = 0  # raw[:kept] is accounted for
     position = raw.find(b'"')
     while position >= 0:
@@ -151,7 +151,7 @@ def skeleton(raw: bytes) -> bytes | None:
     return b"".join(pieces)
 
 
-def _is_key(raw: bytes, closing_quote: int) -> bool:
+def _is_key(raw: bytes | bytearray, closing_quote: int) -> bool:
     """Whether the string ending at ``closing_quote`` is an object key (a colon follows)."""
     at = closing_quote + 1
     while at < len(raw) and raw[at] in b" \t\r\n":
@@ -159,7 +159,7 @@ def _is_key(raw: bytes, closing_quote: int) -> bool:
     return raw[at : at + 1] == b":"
 
 
-def _escaped(raw: bytes, quote: int) -> bool:
+def _escaped(raw: bytes | bytearray, quote: int) -> bool:
     """Whether the quote at ``quote`` is escaped (preceded by an odd run of backslashes)."""
     run = 0
     at = quote - 1
@@ -169,7 +169,7 @@ def _escaped(raw: bytes, quote: int) -> bool:
     return run % 2 == 1
 
 
-def decode(raw: bytes) -> tuple[Any, Unparseable | None]:
+def decode(raw: bytes | bytearray) -> tuple[Any, Unparseable | None]:
     """Parse one line as JSON. Returns ``(value, None)`` or ``(None, Unparseable)``.
 
     Large frames are parsed as a skeleton when that is possible (same envelope, long plain
@@ -275,7 +275,7 @@ def classify_value_entry(value: Any) -> Message:
     return classify_value(value)
 
 
-def classify(raw: bytes) -> Message:
+def classify(raw: bytes | bytearray) -> Message:
     """Classify one frame's raw bytes. Never raises on peer input."""
     value, failure = decode(raw)
     if failure is not None:

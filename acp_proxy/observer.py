@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from . import acp
 from .acp import Direction
 from .jsonrpc import Correlator, JsonId, Kind, decode, envelope
-from .wire import Frame
+from .wire import Frame, Raw
 
 STDERR_KIND = "stderr"
 _STDERR = Direction.AGENT_STDERR
@@ -44,7 +44,7 @@ class FrameRecord(NamedTuple):
     wall_ns: int
     offset: int
     size: int
-    raw: bytes
+    raw: Raw  # bytes, or a bytearray for a line that grew past wire.GROW_IN_PLACE
     kind: str
     rpc_id: str | int | float | None
     method: str | None

@@ -7,12 +7,18 @@ Rules:
   the bytes fed in, whatever the chunking (property-tested).
 - ``finish()`` turns a last line without a newline into a frame flagged ``complete=False``;
   feeding after ``finish()`` is local misuse and raises.
+- A line that grows past ``GROW_IN_PLACE`` while it waits for its newline is gathered in one
+  ``bytearray`` (grown in place) instead of a list of pieces joined at the end, so a 64 MiB line
+  is held once, not twice; such a frame's ``raw`` is that ``bytearray``.
 - This module knows no process, clock or database.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
+
+Raw = bytes | bytearray
+GROW_IN_PLACE = 1024 * 1024
 
 
 class Frame(NamedTuple):
@@ -22,7 +28,7 @@ class Frame(NamedTuple):
     final line that ended without a newline.
     """
 
-    raw: bytes
+    raw: Raw
     offset: int
     complete: bool = True
 
@@ -30,10 +36,11 @@ class Frame(NamedTuple):
 class LineSplitter:
     """Cuts a byte stream into newline-terminated frames, keeping every byte."""
 
-    __slots__ = ("_finished", "_pending", "_pending_size", "_stream_offset")
+    __slots__ = ("_finished", "_grown", "_pending", "_pending_size", "_stream_offset")
 
     def __init__(self) -> None:
         self._pending: list[bytes] = []
+        self._grown: bytearray | None = None  # the pending line, once it is large
         self._pending_size = 0
         self._stream_offset = 0  # offset of the first byte not yet emitted in a frame
         self._finished = False
@@ -48,6 +55,27 @@ class LineSplitter:
         """Offset of the next frame to be emitted."""
         return self._stream_offset
 
+    def _hold(self, piece: bytes) -> None:
+        if self._grown is not None:
+            self._grown += piece
+        elif self._pending_size + len(piece) >= GROW_IN_PLACE:
+            self._grown = bytearray().join([*self._pending, piece])
+            self._pending.clear()
+        else:
+            self._pending.append(piece)
+        self._pending_size += len(piece)
+
+    def _take_pending(self, last: bytes) -> Raw:
+        raw: Raw
+        if self._grown is not None:
+            self._grown += last
+            raw, self._grown = self._grown, None
+        else:
+            raw = b"".join([*self._pending, last]) if self._pending else last
+            self._pending.clear()
+        self._pending_size = 0
+        return raw
+
     def feed(self, chunk: bytes) -> list[Frame]:
         """Take the next chunk of the stream; return the frames it completes."""
         if self._finished:
@@ -55,16 +83,12 @@ class LineSplitter:
         end = chunk.find(b"\n")
         if end < 0:
             if chunk:
-                self._pending.append(chunk)
-                self._pending_size += len(chunk)
+                self._hold(chunk)
             return []
         frames: list[Frame] = []
         start = 0
-        if self._pending:
-            self._pending.append(chunk[: end + 1])
-            raw = b"".join(self._pending)
-            self._pending.clear()
-            self._pending_size = 0
+        if self._pending_size:
+            raw = self._take_pending(chunk[: end + 1])
             frames.append(Frame(raw, self._stream_offset))
             self._stream_offset += len(raw)
             start = end + 1
@@ -77,9 +101,7 @@ class LineSplitter:
             end = chunk.find(b"\n", start)
         self._stream_offset = offset
         if start < len(chunk):
-            tail = chunk[start:]
-            self._pending.append(tail)
-            self._pending_size = len(tail)
+            self._hold(chunk[start:])
         return frames
 
     def finish(self) -> Frame | None:
@@ -87,11 +109,9 @@ class LineSplitter:
         if self._finished:
             raise RuntimeError("LineSplitter.finish() called twice")
         self._finished = True
-        if not self._pending:
+        if not self._pending_size:
             return None
-        raw = b"".join(self._pending)
-        self._pending.clear()
-        self._pending_size = 0
+        raw = self._take_pending(b"")
         frame = Frame(raw, self._stream_offset, complete=False)
         self._stream_offset += len(raw)
         return frame
