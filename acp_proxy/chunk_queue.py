@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from .acp import Direction
 
-DEFAULT_MEMORY_BYTES = 8 * 1024 * 1024
+DEFAULT_MEMORY_BYTES = 4 * 1024 * 1024
 DEFAULT_SPILL_BYTES = 1024 * 1024 * 1024
 Reporter = Callable[[str], None]
 

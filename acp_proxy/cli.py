@@ -19,6 +19,7 @@ import click
 from . import __version__
 from .errors import AcpProxyError
 from .paths import DB_ENV, default_db_path
+from .spawn import DEFAULT_GRACE
 from .stderr import report
 
 __all__ = ["LAZY_COMMANDS", "db_option", "main", "report", "resolve_db"]
@@ -39,6 +40,8 @@ LAZY_COMMANDS: dict[str, str] = {
     "export": "acp_proxy.cli_export:export_command",
     "import": "acp_proxy.cli_export:import_command",
     "datasette-metadata": "acp_proxy.cli_export:datasette_metadata_command",
+    "redact": "acp_proxy.cli_redact:redact_command",
+    "bundle": "acp_proxy.cli_redact:bundle_command",
 }
 
 
@@ -113,15 +116,13 @@ def main() -> None:
 @click.option(
     "--grace",
     type=click.FloatRange(min=0),
-    default=5.0,
+    default=DEFAULT_GRACE,
     show_default=True,
     help="Seconds the agent gets to exit after the client closes its stdin, before SIGTERM "
     "(and as long again before SIGKILL).",
 )
 @click.argument("agent_command", nargs=-1, required=True, type=click.UNPROCESSED)
-@click.pass_context
 def record(
-    ctx: click.Context,
     db: Path | None,
     label: str | None,
     grace: float,
@@ -137,14 +138,11 @@ def record(
     stderr, byte for byte. Everything is recorded, stderr lines included. The exit status is
     the agent's (128+N if signal N ended it; 127 or 126 if it could not start).
     """
-    from .launch import Launched
     from .record import RecordOptions
     from .record import record as run_record
 
     options = RecordOptions(agent_command, resolve_db(db), label=label, grace=grace)
-    launched = ctx.obj if isinstance(ctx.obj, Launched) else None
-    early = launched.claim(agent_command, str(options.db_path), label) if launched else None
-    sys.exit(run_record(options, report, early))
+    sys.exit(run_record(options, report))
 
 
 @main.command()

@@ -9,9 +9,10 @@ Rules:
   understands exactly as the command does (``--db``, ``--label``, ``--grace``, with a value
   after a space or ``=``), then ``--`` and a command. Anything else (``--help``, an unknown or
   malformed option) goes through the command line as usual, which also reports mistakes.
-- The command line then parses the options as always; ``record`` claims the early launch if it
-  is for the same command and database. If the command line stops first (a usage error), the
-  early agent is killed: nothing is left behind.
+- That form is then run without the command-line library at all (its options were just read
+  here, exactly as the command would read them: tests/test_record.py compares the two), which
+  keeps its import time and memory out of every proxied session. Everything else goes through
+  the command line; if it stops before claiming an early launch, the agent is killed.
 """
 
 from __future__ import annotations
@@ -19,17 +20,26 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from typing import NamedTuple
 
-from .launch import Launched, launch
+from .launch import launch
 from .paths import DB_ENV, default_db_file
+from .spawn import DEFAULT_GRACE
 from .stderr import report
 
 # The options of ``record`` that the early launch understands (tests check they still exist).
 EARLY_OPTIONS = ("--db", "--label", "--grace")
 
 
-def early_record_settings(args: Sequence[str]) -> tuple[list[str], str, str | None] | None:
-    """``(agent argv, database, label)`` for an unambiguous ``record`` command line, or None."""
+class EarlyRecord(NamedTuple):
+    agent: list[str]
+    db_path: str
+    label: str | None
+    grace: float
+
+
+def early_record_settings(args: Sequence[str]) -> EarlyRecord | None:
+    """The settings of an unambiguous ``record`` command line, or None."""
     if args[:1] != ["record"] or "--" not in args:
         return None
     split = args.index("--")
@@ -48,27 +58,29 @@ def early_record_settings(args: Sequence[str]) -> tuple[list[str], str, str | No
                 return None
             value = options.pop(0)
         values[name] = value
-    if "--grace" in values:
-        try:
-            if float(values["--grace"]) < 0:
-                return None
-        except ValueError:
-            return None
+    try:
+        grace = float(values.get("--grace", DEFAULT_GRACE))
+    except ValueError:
+        return None
+    if not grace >= 0:  # also refuses nan
+        return None
     configured = values.get("--db") or os.environ.get(DB_ENV)
-    return agent, configured or default_db_file(), values.get("--label")
+    return EarlyRecord(agent, configured or default_db_file(), values.get("--label"), grace)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     settings = early_record_settings(args)
-    early: Launched | None = None
     if settings is not None:
-        agent, db_path, label = settings
-        early = launch(agent, report, db_path, label)
-    try:
-        from .cli import main as command_line
+        launched = launch(settings.agent, report, settings.db_path, settings.label)
+        from pathlib import Path
 
-        command_line(args=args, obj=early)
-    finally:
-        if early is not None:
-            early.abandon()
+        from .record import RecordOptions, record
+
+        options = RecordOptions(
+            settings.agent, Path(settings.db_path), label=settings.label, grace=settings.grace
+        )
+        sys.exit(record(options, report, launched))
+    from .cli import main as command_line
+
+    command_line(args=args)

@@ -4,10 +4,7 @@ Rules:
 - ``launch`` does, in this order: spawn the agent (signals are passed on to it from then on),
   fork the recorder process (while the proxy has no threads and a small memory), tell it where
   and what to record, start the forwarding threads. Bytes flow from that moment.
-- entry.py launches ``record``'s agent before the command line library is even imported; the
-  command then claims the launch if it is for the same command and database (``claim``). If
-  the command line stops first (a usage error), ``abandon`` kills the agent: nothing is left
-  behind.
+- entry.py launches ``record``'s agent before the command line library is even imported.
 - A spawn failure is kept (``failure``) to be reported by ``record``, which knows where the
   database is.
 """
@@ -15,7 +12,6 @@ Rules:
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -23,7 +19,7 @@ from collections.abc import Callable, Sequence
 from . import __version__
 from .forward import Forwarding
 from .recorder_process import RecorderProcess, start_recorder_process
-from .spawn import SpawnFailed, pass_signals_to, signal_group, spawn_agent
+from .spawn import SpawnFailed, pass_signals_to, spawn_agent
 
 Reporter = Callable[[str], None]
 
@@ -31,8 +27,7 @@ Reporter = Callable[[str], None]
 class Launched:
     """An agent with its recorder and forwarding, as started by ``launch``."""
 
-    __slots__ = ("_claimed", "argv", "clock_origin", "db_path", "failure", "forwarding",
-                 "label", "process", "recorder")  # fmt: skip
+    __slots__ = ("argv", "clock_origin", "failure", "forwarding", "process", "recorder")
 
     def __init__(
         self,
@@ -42,37 +37,13 @@ class Launched:
         recorder: RecorderProcess | None = None,
         forwarding: Forwarding | None = None,
         failure: SpawnFailed | None = None,
-        db_path: str | None = None,
-        label: str | None = None,
     ) -> None:
         self.argv = list(argv)
-        self.db_path = db_path
-        self.label = label
         self.clock_origin = clock_origin
         self.process = process
         self.recorder = recorder
         self.forwarding = forwarding
         self.failure = failure
-        self._claimed = False
-
-    def claim(self, argv: Sequence[str], db_path: str, label: str | None) -> Launched | None:
-        """This launch, if it is for the same command and recording, and not yet claimed."""
-        if self._claimed or (list(argv), db_path, label) != (self.argv, self.db_path, self.label):
-            return None
-        self._claimed = True
-        return self
-
-    def abandon(self) -> None:
-        """Kill an agent that nobody claimed, and let its forwarding and recorder end."""
-        if self._claimed or self.process is None:
-            return
-        self._claimed = True
-        signal_group(self.process, signal.SIGKILL)
-        self.process.wait()
-        if self.forwarding is not None:
-            self.forwarding.stop()
-        if self.recorder is not None:
-            self.recorder.tap.close()
 
 
 def launch(
@@ -86,7 +57,7 @@ def launch(
     try:
         process = spawn_agent(argv)
     except SpawnFailed as failure:
-        return Launched(argv, clock_origin, failure=failure, db_path=db_path, label=label)
+        return Launched(argv, clock_origin, failure=failure)
     pass_signals_to(process)
     pipes = (process.stdin, process.stdout, process.stderr)
     recorder = start_recorder_process(
@@ -101,5 +72,4 @@ def launch(
     )  # fmt: skip
     recorder.tap.update(agent_pid=process.pid)
     forwarding = Forwarding(process, recorder.tap, report)
-    return Launched(argv, clock_origin, process, recorder, forwarding, db_path=db_path,
-                    label=label)  # fmt: skip
+    return Launched(argv, clock_origin, process, recorder, forwarding)

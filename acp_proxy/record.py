@@ -24,6 +24,7 @@ from pathlib import Path
 from . import __version__
 from .errors import RecordingError
 from .launch import Launched, launch
+from .spawn import DEFAULT_GRACE
 
 FLUSH_DEADLINE = 30.0
 Reporter = Callable[[str], None]
@@ -34,7 +35,7 @@ class RecordOptions:
     agent_argv: Sequence[str]
     db_path: Path
     label: str | None = None
-    grace: float = 5.0
+    grace: float = DEFAULT_GRACE
     flush_deadline: float = FLUSH_DEADLINE
 
 

@@ -31,7 +31,7 @@ from .store import NewConnection, RecordingWriter, connect
 from .wire import LineSplitter
 
 # At most this much is framed and written per transaction (bounds the recorder's memory).
-BATCH_BYTES = 4 * 1024 * 1024
+BATCH_BYTES = 1024 * 1024
 # After this long with nothing to record, the recorder may checkpoint.
 IDLE_SECONDS = 0.25
 # How long a small batch waits for more before it is committed (see ChunkQueue.take).

@@ -22,7 +22,7 @@ import anyio
 import anyio.to_thread
 
 from .forward import Forwarding
-from .spawn import AgentExit, signal_group
+from .spawn import DEFAULT_GRACE, AgentExit, signal_group
 
 Reporter = Callable[[str], None]
 
@@ -32,7 +32,7 @@ async def relay(
     forwarding: Forwarding,
     report: Reporter,
     *,
-    grace: float = 5.0,
+    grace: float = DEFAULT_GRACE,
     drain: float = 2.0,
 ) -> AgentExit:
     """Run until the agent has exited and every forwarding thread has ended."""
