@@ -20,6 +20,7 @@ import contextlib
 import errno
 import os
 import select
+import stat
 import subprocess
 import threading
 import time
@@ -34,7 +35,10 @@ Reporter = Callable[[str], None]
 
 def _write_all(fd: int, data: memoryview) -> None:
     while data:
-        data = data[os.write(fd, data) :]
+        try:
+            data = data[os.write(fd, data) :]
+        except BlockingIOError:  # somebody made our destination non-blocking: wait for room
+            select.select([], [fd], [])
 
 
 def pump(
@@ -43,8 +47,10 @@ def pump(
 ) -> None:  # fmt: skip
     """Forward ``source`` to ``destination`` chunk by chunk until EOF or stop; tap each chunk.
 
-    Reads go into one reusable buffer (no allocation per chunk; large reads would otherwise
-    pay for fresh pages every time); the tap copies the bytes into its pipe.
+    The source is read without blocking while it has data (one system call per chunk), and
+    waited for with ``poll`` (with the stop pipe) only when it is empty. Reads go into one
+    reusable buffer (no allocation per chunk; large reads would otherwise pay for fresh pages
+    every time); the tap copies the bytes into its pipe.
     """
     poller = select.poll()
     poller.register(source, select.POLLIN)
@@ -53,25 +59,42 @@ def pump(
     buffer = bytearray(CHUNK_SIZE)
     whole = memoryview(buffer)
     readv, monotonic_ns, put = os.readv, time.monotonic_ns, tap.put_view
-    while True:
-        ready = poller.poll()
-        if len(ready) > 1 or ready[0][0] == stop_fd:
-            break
-        try:
-            size = readv(source, (buffer,))
-        except OSError:
-            size = 0
-        if not size:
-            break
-        chunk = whole[:size]
-        put(direction, monotonic_ns(), chunk)
-        if forwarding:
+    # Non-blocking only on pipes and sockets: a terminal's flags are shared with the shell,
+    # which must never find them changed (even if the proxy is killed before restoring them).
+    kind = os.fstat(source).st_mode
+    nonblocking = os.get_blocking(source) and (stat.S_ISFIFO(kind) or stat.S_ISSOCK(kind))
+    if nonblocking:
+        os.set_blocking(source, False)
+    try:
+        while True:
+            if not nonblocking:  # a blocking source: wait for it (or the stop pipe) first
+                ready = poller.poll()
+                if len(ready) > 1 or ready[0][0] == stop_fd:
+                    break
             try:
-                _write_all(destination, chunk)
-            except OSError as error:
-                forwarding = False
-                if error.errno not in (errno.EPIPE, errno.EBADF):
-                    report(f"cannot forward {direction.value}: {error.strerror or error}")
+                size = readv(source, (buffer,))
+            except BlockingIOError:
+                ready = poller.poll()
+                if len(ready) > 1 or ready[0][0] == stop_fd:
+                    break
+                continue
+            except OSError:
+                size = 0
+            if not size:
+                break
+            chunk = whole[:size]
+            put(direction, monotonic_ns(), chunk)
+            if forwarding:
+                try:
+                    _write_all(destination, chunk)
+                except OSError as error:
+                    forwarding = False
+                    if error.errno not in (errno.EPIPE, errno.EBADF):
+                        report(f"cannot forward {direction.value}: {error.strerror or error}")
+    finally:
+        if nonblocking:
+            with contextlib.suppress(OSError):
+                os.set_blocking(source, True)
     whole.release()
     put(direction, monotonic_ns(), memoryview(b""))
 

@@ -14,7 +14,8 @@ Rules:
   tap pipe closes, after committing everything it has read, even if the proxy was killed.
 - In the child, one thread reads the pipe into the recorder's queue (memory, then a spill file:
   see chunk_queue.py), so the pipe stays drained and forwarding does not wait while SQLite
-  commits; the main thread records.
+  commits; the main thread records, in the idle scheduling class (it yields the core to
+  forwarding and to the peers at once), while the reading thread keeps normal priority.
 - When everything is committed the child tells the proxy through a second pipe (the proxy
   then exits), and only then runs its final WAL checkpoint: housekeeping never delays the
   client. The child's exit status: 0 when everything was recorded, 1 when it failed.
@@ -105,11 +106,10 @@ def _leave_the_conversation(fds: Iterable[int]) -> None:
     os.close(null)
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)
-    _yield_to_forwarding()
 
 
 def _yield_to_forwarding() -> None:
-    """Let the forwarding threads (and the peers) win every contest for a core.
+    """Let the forwarding threads (and the peers) win every contest for a core (this thread).
 
     In Linux's idle scheduling class the recorder is preempted at once whenever anything else
     wakes up on its core (a batch-class or niced process can keep the core for a millisecond
@@ -172,6 +172,9 @@ def record_from_pipe(
 
     reader = threading.Thread(target=read_tap, name="acp-proxy tap reader", daemon=True)
     reader.start()
+    # Only this thread (framing, parsing, SQLite) steps aside; the reader keeps its normal
+    # priority, so the tap pipe is drained promptly and forwarding never waits on it.
+    _yield_to_forwarding()
     configured.wait()
     if not settings:
         reader.join()

@@ -90,34 +90,37 @@ class PipeTap:
 
 
 class TapReader:
-    """The recorder side of the tap: yields messages until the pipe is closed."""
+    """The recorder side of the tap: yields messages until the pipe is closed.
+
+    Reads whatever the pipe holds (up to ``READ_SIZE``) and cuts messages out of it, so a
+    burst of small chunks costs one read, not two per chunk.
+    """
+
+    READ_SIZE = 1024 * 1024
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
 
-    def _read_exactly(self, size: int) -> bytes | None:
-        parts: list[bytes] = []
-        missing = size
-        while missing:
-            data = os.read(self._fd, missing)
-            if not data:
-                return None
-            parts.append(data)
-            missing -= len(data)
-        return parts[0] if len(parts) == 1 else b"".join(parts)
-
     def messages(self) -> Iterator[tuple[int, Direction, int, bytes]]:
         """``(kind, direction, mono_ns, payload)`` in pipe order; ends at EOF."""
-        read_exactly = self._read_exactly
+        buffer = b""
+        header_size = HEADER.size
+        unpack = HEADER.unpack_from
         while True:
-            header = read_exactly(HEADER.size)
-            if header is None:
-                return
-            kind, code, mono_ns, length = HEADER.unpack(header)
-            payload = read_exactly(length) if length else b""
-            if payload is None:
-                return
-            yield kind, DIRECTIONS_BY_CODE.get(code, Direction.AGENT_STDERR), mono_ns, payload
+            data = os.read(self._fd, self.READ_SIZE)
+            if not data:
+                return  # a message cut short by the proxy's death is dropped
+            buffer = buffer + data if buffer else data
+            start = 0
+            while len(buffer) - start >= header_size:
+                kind, code, mono_ns, length = unpack(buffer, start)
+                end = start + header_size + length
+                if end > len(buffer):
+                    break
+                payload = buffer[start + header_size : end]
+                yield kind, DIRECTIONS_BY_CODE.get(code, Direction.AGENT_STDERR), mono_ns, payload
+                start = end
+            buffer = buffer[start:]
 
 
 def decode_json(payload: bytes) -> dict[str, Any]:
