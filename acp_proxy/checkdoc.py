@@ -26,8 +26,10 @@ _INTRO = """\
      Do not edit: a test fails when this file is stale. -->
 
 `acp-proxy check [REF]...` checks recorded ACP traffic; the same engine can run live beside
-`record`. Findings name the frame (connection, `#seq`, direction), the rule, what is wrong and
-the fix. Exit status: 1 when anything is found, 0 when clean, 2 on usage errors.
+`record` (`acp-proxy record --check -- AGENT`: findings on stderr as they happen, stored in
+the recording's `finding` table). Findings name the frame (connection, `#seq`, direction), the
+rule, what is wrong and the fix. Exit status: 1 when anything is found, 0 when clean, 2 on
+usage errors.
 
 ```sh
 acp-proxy schemas fetch                  # once: the official schemas, via npm, into ~/.cache

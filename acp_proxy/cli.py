@@ -40,6 +40,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "export": "acp_proxy.cli_export:export_command",
     "import": "acp_proxy.cli_export:import_command",
     "datasette-metadata": "acp_proxy.cli_export:datasette_metadata_command",
+    "replay": "acp_proxy.cli_replay:replay_command",
     "redact": "acp_proxy.cli_redact:redact_command",
     "bundle": "acp_proxy.cli_redact:bundle_command",
 }
@@ -121,11 +122,18 @@ def main() -> None:
     help="Seconds the agent gets to exit after the client closes its stdin, before SIGTERM "
     "(and as long again before SIGKILL).",
 )
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Apply the spec rules (see `acp-proxy check`) to every frame as it is recorded: "
+    "findings are said on stderr as they happen and stored in the recording.",
+)
 @click.argument("agent_command", nargs=-1, required=True, type=click.UNPROCESSED)
 def record(
     db: Path | None,
     label: str | None,
     grace: float,
+    check: bool,
     agent_command: tuple[str, ...],
 ) -> None:
     """Run AGENT_COMMAND behind the proxy and record the conversation.
@@ -141,7 +149,7 @@ def record(
     from .record import RecordOptions
     from .record import record as run_record
 
-    options = RecordOptions(agent_command, resolve_db(db), label=label, grace=grace)
+    options = RecordOptions(agent_command, resolve_db(db), label=label, grace=grace, check=check)
     sys.exit(run_record(options, report))
 
 

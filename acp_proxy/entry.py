@@ -7,8 +7,9 @@ Rules:
   see ``initialize`` answered.
 - Only the unambiguous form is launched early: ``record`` first, then only options this module
   understands exactly as the command does (``--db``, ``--label``, ``--grace``, with a value
-  after a space or ``=``), then ``--`` and a command. Anything else (``--help``, an unknown or
-  malformed option) goes through the command line as usual, which also reports mistakes.
+  after a space or ``=``, and the flag ``--check``), then ``--`` and a command. Anything else
+  (``--help``, an unknown or malformed option) goes through the command line as usual, which
+  also reports mistakes.
 - That form is then run without the command-line library at all (its options were just read
   here, exactly as the command would read them: tests/test_record.py compares the two), which
   keeps its import time and memory out of every proxied session. Everything else goes through
@@ -29,6 +30,7 @@ from .stderr import report
 
 # The options of ``record`` that the early launch understands (tests check they still exist).
 EARLY_OPTIONS = ("--db", "--label", "--grace")
+EARLY_FLAGS = ("--check",)
 
 
 class EarlyRecord(NamedTuple):
@@ -36,6 +38,7 @@ class EarlyRecord(NamedTuple):
     db_path: str
     label: str | None
     grace: float
+    check: bool
 
 
 def early_record_settings(args: Sequence[str]) -> EarlyRecord | None:
@@ -51,7 +54,12 @@ def early_record_settings(args: Sequence[str]) -> EarlyRecord | None:
     while options:
         option = options.pop(0)
         name, equals, value = option.partition("=")
-        if name not in EARLY_OPTIONS or name in values:
+        if name in values:
+            return None
+        if name in EARLY_FLAGS and not equals:
+            values[name] = ""
+            continue
+        if name not in EARLY_OPTIONS:
             return None
         if not equals:
             if not options:
@@ -65,21 +73,26 @@ def early_record_settings(args: Sequence[str]) -> EarlyRecord | None:
     if not grace >= 0:  # also refuses nan
         return None
     configured = values.get("--db") or os.environ.get(DB_ENV)
-    return EarlyRecord(agent, configured or default_db_file(), values.get("--label"), grace)
+    return EarlyRecord(
+        agent, configured or default_db_file(), values.get("--label"), grace, "--check" in values
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     settings = early_record_settings(args)
     if settings is not None:
-        launched = launch(settings.agent, report, settings.db_path, settings.label)
+        launched = launch(
+            settings.agent, report, settings.db_path, settings.label, check=settings.check
+        )
         from pathlib import Path
 
         from .record import RecordOptions, record
 
         options = RecordOptions(
-            settings.agent, Path(settings.db_path), label=settings.label, grace=settings.grace
-        )
+            settings.agent, Path(settings.db_path), label=settings.label, grace=settings.grace,
+            check=settings.check,
+        )  # fmt: skip
         sys.exit(record(options, report, launched))
     from .cli import main as command_line
 

@@ -47,7 +47,12 @@ class Launched:
 
 
 def launch(
-    argv: Sequence[str], report: Reporter, db_path: str, label: str | None = None
+    argv: Sequence[str],
+    report: Reporter,
+    db_path: str,
+    label: str | None = None,
+    *,
+    check: bool = False,
 ) -> Launched:
     """Start everything that moves bytes, and tell the recorder where to record.
 
@@ -65,6 +70,7 @@ def launch(
     )
     recorder.tap.configure(
         db=db_path,
+        check=check,
         connection={
             "argv": list(argv), "cwd": os.getcwd(), "proxy_version": __version__,
             "proxy_pid": os.getpid(), "label": label, "started_ns": clock_origin[1],

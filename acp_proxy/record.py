@@ -36,6 +36,7 @@ class RecordOptions:
     db_path: Path
     label: str | None = None
     grace: float = DEFAULT_GRACE
+    check: bool = False
     flush_deadline: float = FLUSH_DEADLINE
 
 
@@ -45,7 +46,9 @@ def record(options: RecordOptions, report: Reporter, launched: Launched | None =
     ``launched`` is the launch entry.py already made for this command, if any.
     """
     if launched is None:
-        launched = launch(options.agent_argv, report, str(options.db_path), options.label)
+        launched = launch(
+            options.agent_argv, report, str(options.db_path), options.label, check=options.check
+        )
     process, recorder, forwarding = launched.process, launched.recorder, launched.forwarding
     if process is None or recorder is None or forwarding is None:
         failure = launched.failure

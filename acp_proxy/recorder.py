@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .acp import Direction
 from .chunk_queue import ChunkItem, ChunkQueue
@@ -29,6 +30,9 @@ from .errors import RecordingError
 from .observer import ConnectionObserver, FrameRecord
 from .store import NewConnection, RecordingWriter, connect
 from .wire import LineSplitter
+
+if TYPE_CHECKING:
+    from .live_check import LiveCheck
 
 # At most this much is framed and written per transaction (bounds the recorder's memory).
 BATCH_BYTES = 1024 * 1024
@@ -84,6 +88,8 @@ class Recorder:
         self._lock = threading.Lock()
         self.status = RecorderStatus()
         self.linger = DEFAULT_LINGER
+        # ``record --check``: the spec rules, applied to every frame before it is written.
+        self.live_check: LiveCheck | None = None
         self._thread = threading.Thread(target=self._run, name="acp-proxy recorder", daemon=True)
 
     def start(self) -> None:
@@ -111,6 +117,8 @@ class Recorder:
             db = connect(self._db_path, recorder=True)
             self._writer = RecordingWriter.start(db, self._new)
             self.status.connection_id = self._writer.connection_id
+            if self.live_check is not None:
+                self.live_check.set_connection(self._writer.connection_id)
         except RecordingError as error:
             self._fail(error)
         while True:
@@ -154,8 +162,9 @@ class Recorder:
         observer = self._observer
         facts = observer.facts() if observer.facts_changed else None
         counts = [(d.value, t.frames, t.size) for d, t in self._totals.items()]
+        findings = self.live_check.frames(records) if self.live_check is not None else []
         try:
-            writer.append(records, counts, facts)
+            writer.append(records, counts, facts, findings)
             self._apply_pending_updates(writer)
         except RecordingError as error:
             self.status.frames_lost += len(records)
@@ -211,6 +220,8 @@ class Recorder:
         if writer is None:
             return
         try:
+            if self.live_check is not None:
+                writer.append([], findings=self.live_check.finish())
             if self.status.frames_lost:
                 self.set_connection(frames_lost=self.status.frames_lost)
             self._apply_pending_updates(writer)

@@ -185,6 +185,10 @@ def record_from_pipe(
             clock_origin=clock_origin,
         )  # fmt: skip
         recorder.set_connection(**early_updates)
+        if settings.get("check"):
+            from .live_check import LiveCheck
+
+            recorder.live_check = LiveCheck(report)
     recorder.run()
     reader.join()
     recorded = recorder.status.error is None

@@ -32,7 +32,7 @@ import orjson
 from .errors import RecordingError, UnknownRecording
 from .observer import FRAME_COLUMNS, ConnectionFacts, FrameRecord
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 LARGE_FRAME_BYTES = 1024 * 1024
 BUSY_TIMEOUT_MS = 10_000
 
@@ -171,8 +171,26 @@ FROM turn t
 LEFT JOIN frame idle ON idle.connection_id = t.connection_id AND idle.seq = t.idle_seq;
 """
 
+# Format 2: findings of the spec rules, from ``record --check`` (live) or stored by ``check``.
+_SCHEMA_V2 = """
+CREATE TABLE finding (
+    id INTEGER PRIMARY KEY,
+    connection_id INTEGER NOT NULL REFERENCES connection(id),
+    seq INTEGER,
+    direction TEXT,
+    rule TEXT NOT NULL,
+    severity TEXT NOT NULL,
+    message TEXT NOT NULL,
+    found_ns INTEGER NOT NULL,
+    origin TEXT NOT NULL DEFAULT 'live'
+);
+CREATE INDEX finding_by_connection ON finding(connection_id, seq);
+CREATE INDEX finding_by_rule ON finding(rule, severity);
+"""
+
 MIGRATIONS: dict[int, str] = {
     0: _SCHEMA_V1,
+    1: _SCHEMA_V2,
 }
 
 
@@ -255,6 +273,10 @@ def _statements(script: str) -> list[str]:
     return [s for s in statements if s]
 
 
+# (seq, direction, rule, severity, message) of one rule finding.
+StoredFinding = tuple[int | None, str | None, str, str, str]
+
+
 @dataclass(frozen=True, slots=True)
 class NewConnection:
     """What is known about a connection when the proxy starts it."""
@@ -316,15 +338,24 @@ class RecordingWriter:
         records: Sequence[FrameRecord],
         counts: Iterable[tuple[str, int, int]] = (),
         facts: ConnectionFacts | None = None,
+        findings: Sequence[StoredFinding] = (),
     ) -> None:
         """Write a batch of frames and the connection's running totals in one transaction.
 
-        ``counts`` holds ``(direction, frames, bytes)`` totals so far for each direction.
+        ``counts`` holds ``(direction, frames, bytes)`` totals so far for each direction;
+        ``findings`` are rule findings about these frames (``record --check``).
         """
         try:
             with _transaction(self._db):
                 if records:
                     self._insert_records(records)
+                if findings:
+                    now = _now_ns()
+                    self._db.executemany(
+                        "INSERT INTO finding (connection_id, seq, direction, rule, severity, "
+                        "message, found_ns) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [(self.connection_id, *finding, now) for finding in findings],
+                    )
                 totals = {direction: (frames, size) for direction, frames, size in counts}
                 if totals and totals != self._last_totals:
                     assignments = ", ".join(

@@ -424,6 +424,7 @@ def test_agent_command_without_double_dash(db_path: Path) -> None:
         ["--db=x.sqlite", "--label", "bug 12"],
         ["--label=l", "--grace", "0.5"],
         ["--grace=0", "--db", "sub/dir/r.sqlite"],
+        ["--check", "--label", "x"],
     ],
 )
 def test_early_launch_reads_options_exactly_as_the_command_does(
@@ -443,28 +444,55 @@ def test_early_launch_reads_options_exactly_as_the_command_does(
     early = early_record_settings(args)
     assert early is not None
     (through_click,) = seen
-    assert (early.agent, Path(early.db_path), early.label, early.grace) == (
+    assert (early.agent, Path(early.db_path), early.label, early.grace, early.check) == (
         list(through_click.agent_argv), through_click.db_path, through_click.label,
-        through_click.grace,
+        through_click.grace, through_click.check,
     )  # fmt: skip
 
 
 def test_early_launch_understands_only_options_record_has() -> None:
     from acp_proxy.cli import main
-    from acp_proxy.entry import EARLY_OPTIONS, early_record_settings
+    from acp_proxy.entry import EARLY_FLAGS, EARLY_OPTIONS, early_record_settings
 
     record_command = main.get_command(None, "record")  # type: ignore[arg-type]
     assert record_command is not None
     known = {name for param in record_command.params for name in param.opts}
-    assert set(EARLY_OPTIONS) <= known
+    assert set(EARLY_OPTIONS) | set(EARLY_FLAGS) <= known
     for unclear in (
         ["record", "--help", "--", "a"],
         ["record", "--db", "--", "a"],
         ["record", "--grace", "-1", "--", "a"],
         ["record", "--grace", "nan", "--", "a"],
         ["record", "--db", "x", "--db", "y", "--", "a"],
+        ["record", "--check=yes", "--", "a"],
         ["record", "--"],
         ["record", "a"],
         ["show", "--", "a"],
     ):
         assert early_record_settings(unclear) is None, unclear
+
+
+def test_record_check_reports_findings_live_and_stores_them(db_path: Path, tmp_path: Path) -> None:
+    # A response to a request nobody sent (ACP004 family) and an error without a message.
+    payload = tmp_path / "payload.bin"
+    payload.write_bytes(
+        b'{"jsonrpc":"2.0","id":77,"result":{}}\n{"jsonrpc":"2.0","id":1,"error":{"code":"bad"}}\n'
+    )
+    result = subprocess.run(
+        proxy_argv(db_path, "emit", str(payload), extra=("--check",)),
+        input=b'{"jsonrpc":"2.0","id":1,"method":"_x/y","params":{}}\n',
+        capture_output=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0
+    assert result.stdout == payload.read_bytes()  # checking changes nothing on the wire
+    lines = [line for line in result.stderr.decode().splitlines() if "check:" in line]
+    assert lines, result.stderr
+    con = sqlite3.connect(db_path)
+    stored = con.execute("SELECT seq, direction, rule, severity, message FROM finding").fetchall()
+    assert len(stored) == len(lines)
+    assert {rule for _, _, rule, _, _ in stored} >= {"ACP006A"}
+    for seq, direction, rule, severity, _ in stored:
+        assert severity in ("error", "warning")
+        assert any(f"{rule}" in line for line in lines)
+        if seq is not None:
+            assert direction in ("c2a", "a2c")
