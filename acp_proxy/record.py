@@ -79,11 +79,14 @@ def record(options: RecordOptions, report: Reporter, launched: Launched | None =
         status="exited" if ended.signal is None else "signalled",
         ended_ns=time.time_ns(), exit_code=ended.exit_code, exit_signal=ended.signal,
     )  # fmt: skip
-    if recorder.finish(options.flush_deadline) is None:
+    outcome = recorder.finish(options.flush_deadline)
+    if outcome == "late":
         report(
             f"the recording was still being written {options.flush_deadline:g}s after the "
             f"agent exited; it goes on in the background (pid {recorder.pid})"
         )
+    elif outcome == "died":
+        report("the recorder process ended early: the recording is incomplete")
     return ended.exit_status
 
 

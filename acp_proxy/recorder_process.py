@@ -52,18 +52,19 @@ class RecorderProcess:
         self.tap = tap
         self._committed_fd = committed_fd
 
-    def finish(self, deadline: float) -> bool | None:
+    def finish(self, deadline: float) -> str:
         """Close the tap; wait up to ``deadline`` seconds for everything to be committed.
 
-        True when all was recorded, False when the recording failed, None on timeout. The
+        Returns ``"recorded"``, ``"failed"`` (the recorder said why), ``"died"`` (the recorder
+        process ended without a word) or ``"late"`` (still writing at the deadline). The
         recorder's final WAL checkpoint runs after this returns, in the background.
         """
         self.tap.close()
         try:
             ready, _, _ = select.select([self._committed_fd], [], [], deadline)
             if not ready:
-                return None
-            return os.read(self._committed_fd, 1) == b"1"
+                return "late"
+            return {b"1": "recorded", b"0": "failed"}.get(os.read(self._committed_fd, 1), "died")
         finally:
             os.close(self._committed_fd)
 

@@ -496,3 +496,32 @@ def test_record_check_reports_findings_live_and_stores_them(db_path: Path, tmp_p
         assert any(f"{rule}" in line for line in lines)
         if seq is not None:
             assert direction in ("c2a", "a2c")
+
+
+def test_a_dead_recorder_does_not_stop_forwarding(db_path: Path) -> None:
+    proxy = start(proxy_argv(db_path, "echo"))
+    assert proxy.stdin is not None
+    assert proxy.stdout is not None
+    first = b'{"jsonrpc":"2.0","method":"_one"}\n'
+    proxy.stdin.write(first)
+    proxy.stdin.flush()
+    assert read_exactly(proxy.stdout.fileno(), len(first)) == first
+    children = Path(f"/proc/{proxy.pid}/task/{proxy.pid}/children").read_text().split()
+    # The recorder is forked from the proxy: it has the proxy's command line.
+    recorder_pids = [
+        int(pid) for pid in children if b"acp_proxy" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    ]
+    assert len(recorder_pids) == 1
+    os.kill(recorder_pids[0], signal.SIGKILL)
+    second = b'{"jsonrpc":"2.0","method":"_two"}\n' * 2000  # more than a pipe holds
+    proxy.stdin.write(second)
+    proxy.stdin.flush()
+    assert read_exactly(proxy.stdout.fileno(), len(second)) == second
+    proxy.stdin.close()
+    assert proxy.wait(timeout=30) == 0
+    assert proxy.stderr is not None
+    said = proxy.stderr.read()
+    assert said.count(b"\n") == 1
+    assert b"recorder process ended early" in said
+    proxy.stdout.close()
+    proxy.stderr.close()
