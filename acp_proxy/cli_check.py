@@ -48,11 +48,13 @@ def check(
 ) -> None:  # fmt: skip
     """Check recorded ACP traffic against the spec's rules and the official JSON Schemas.
 
-    REF is a connection id, session id, label or `last` (the default). Every message is
+    REF is a connection id, session id, label, `last` (the default), or a bug-report bundle
+    or JSONL export file. Every message is
     validated against the schema of its own method for the negotiated protocol version, and
     the stateful rules of docs/checks.md run over each connection in order. Exits 1 when
     anything is found, 0 when clean, 2 on usage errors.
     """
+    from .bundle import is_recording_file, open_recording_file
     from .check_report import Checked, render_json, render_junit, render_text
     from .checks import Checker, select_rules
     from .schema_files import load_book
@@ -65,13 +67,18 @@ def check(
         raise click.BadParameter(str(error), param_hint="--select/--ignore") from error
     try:
         book = load_book(schema_dir) if "ACP000" in rules else None
-        database = connect(resolve_db(db), create=False, readonly=True)
+        files = [ref for ref in refs if is_recording_file(ref)]  # bundles or JSONL exports
+        opened = [open_recording_file(ref) for ref in files]
+        refs = tuple(ref for ref in refs if ref not in files)
+        targets = [(d, scope(d, str(cid))) for d, cid in opened]
+        if every or refs or not files:
+            database = connect(resolve_db(db), create=False, readonly=True)
         if every:
-            targets = [scope(database, str(cid)) for cid in all_connections(database)]
-        else:
-            targets = [scope(database, ref) for ref in refs or (None,)]
+            targets += [(database, scope(database, str(c))) for c in all_connections(database)]
+        elif refs or not files:
+            targets += [(database, scope(database, ref)) for ref in refs or (None,)]
         checked = []
-        for target in targets:
+        for database, target in targets:
             checker = Checker(
                 book, rules=rules, protocol_version=target.protocol_version,
                 connection_id=target.connection_id,

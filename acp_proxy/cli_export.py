@@ -50,15 +50,28 @@ def progress_bar(length: int, label: str) -> Iterator[Callable[[int], None]]:
               "[default: from the -o extension, else markdown]")  # fmt: skip
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Write to this file instead of stdout.")  # fmt: skip
-def export_command(db: Path | None, ref: str | None, fmt: str | None, output: Path | None) -> None:
+@click.option("--redact", is_flag=True, help="Replace secrets with [redacted:KIND:N] "
+              "placeholders first, like `acp-proxy redact` (see docs/bug-reports.md).")  # fmt: skip
+def export_command(
+    db: Path | None, ref: str | None, fmt: str | None, output: Path | None, redact: bool
+) -> None:
     """Export one recorded connection as JSONL, Markdown or HTML.
 
-    REF: a connection id, session id, label or uid; `last` (the default) is the newest.
+    REF: a connection id, session id, label or uid; `last` (the default) is the newest; or a
+    bug-report bundle or JSONL export file.
     """
     if fmt is None:
         fmt = EXTENSIONS.get(output.suffix.lower(), "markdown") if output else "markdown"
-    database = store_read.open_for_reading(resolve_db(db))
-    connection_id = resolve_ref(database, ref)
+    if redact:
+        _export_redacted(db, ref, fmt, output)
+        return
+    from .bundle import is_recording_file, open_recording_file
+
+    if ref is not None and is_recording_file(ref):
+        database, connection_id = open_recording_file(ref)
+    else:
+        database = store_read.open_for_reading(resolve_db(db))
+        connection_id = resolve_ref(database, ref)
     frames = store_read.connection(database, connection_id).frames
     with progress_bar(frames, f"exporting connection {connection_id}") as progress:
         if output is None:
@@ -74,6 +87,32 @@ def export_command(db: Path | None, ref: str | None, fmt: str | None, output: Pa
             raise AcpProxyError(f"cannot write {output}: {error}") from error
 
 
+def _export_redacted(db: Path | None, ref: str | None, fmt: str, output: Path | None) -> None:
+    """The redacted export (verified before anything is written, like ``redact``)."""
+    import io
+
+    from .bundle import import_temporary
+    from .cli_redact import redacted_jsonl, refuse, write_output
+
+    data, _, leaks = redacted_jsonl(db, ref, drop_contents=False, env_file=None)
+    if fmt != "jsonl":
+        database, connection_id = import_temporary(iter(io.BytesIO(data)))
+        rendered = io.BytesIO()
+        exporting.export(database, connection_id, fmt, rendered)
+        data = rendered.getvalue()
+        leaks += rendered_leaks(fmt, data)
+    refuse(leaks, force=False, what="redacted export")
+    write_output(output, data)
+
+
+def rendered_leaks(fmt: str, data: bytes) -> list[object]:
+    from .redaction_io import finder_for, verify_member
+    from .verify import Verifier
+
+    name = "export.md" if fmt == "markdown" else "export.html"
+    return list(verify_member(name, data, Verifier(finder_for(os.environ))))
+
+
 def _lines(file: BinaryIO, progress: Callable[[int], None]) -> Iterator[bytes]:
     for line in file:
         progress(len(line))
@@ -84,14 +123,26 @@ def _lines(file: BinaryIO, progress: Callable[[int], None]) -> Iterator[bytes]:
 @db_option
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def import_command(db: Path | None, file: Path) -> None:
-    """Load a JSONL export (`acp-proxy export --format jsonl`) into the database.
+    """Load a JSONL export (`acp-proxy export --format jsonl`) or a bundle into the database.
 
     The connection gets a new id; its uid, every frame and their exact bytes are kept. A
     connection whose uid the database already holds is refused (nothing is imported).
     """
     db_path = resolve_db(db)
+    import zipfile
+
     from .store_import import import_jsonl
 
+    if zipfile.is_zipfile(file):  # a bug-report bundle: its frames.jsonl
+        from .bundle import FRAMES_MEMBER
+
+        try:
+            with zipfile.ZipFile(file) as bundle, bundle.open(FRAMES_MEMBER) as member:
+                connection_id = import_jsonl(db_path, member)
+        except KeyError as error:
+            raise AcpProxyError(f"{file} is not an acp-proxy bundle: {error}") from error
+        click.echo(f"imported {file} as connection {connection_id} in {db_path}")
+        return
     bar = progress_bar(file.stat().st_size // 200, f"importing {file.name}")
     with bar as tick, file.open("rb") as handle:
         connection_id = import_jsonl(db_path, _lines(handle, lambda n: tick(n // 200)))

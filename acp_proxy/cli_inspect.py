@@ -82,6 +82,10 @@ def output_options(function: F) -> F:
 
 
 def _open(db: Path | None, ref: str | None) -> tuple[Any, int]:
+    from .bundle import is_recording_file, open_recording_file
+
+    if ref is not None and is_recording_file(ref):  # a bug-report bundle or a JSONL export
+        return open_recording_file(ref)
     database = store_read.open_for_reading(resolve_db(db))
     return database, resolve_ref(database, ref)
 
@@ -194,11 +198,14 @@ def tail_command(
     database, connection_id = _open(db, ref)
     where = store_read.FrameFilter(**filters)
     write = _writer(fmt, store_read.first_mono_ns(database, connection_id))
-    seen = 0
     with quiet_pipe():
+        # Where following starts: after the last frame shown, or (none shown) after the last
+        # frame that existed before the first query. Never the newest frame at a later moment:
+        # a frame committed in between would be skipped.
+        seen = store_read.last_seq(database, connection_id)
         for frame in store_read.frames(database, connection_id, where, limit=lines, newest=True):
             write(frame)
-        seen = store_read.last_seq(database, connection_id)
+            seen = frame.seq
         while follow:
             state = store_read.status(database, connection_id)  # read first: frames land before it
             fresh = list(store_read.frames(database, connection_id, where, after_seq=seen))

@@ -4,7 +4,9 @@ Rules:
 - JSONL (docs/recording-format.md, "JSONL export"): line 1 is a header with the format version
   and every column of the connection row; then one line per frame with every column of the
   frame row (but ``id`` and ``connection_id``), ``raw`` as a JSON string when it is UTF-8, else
-  ``raw_base64``. ``store_import`` reads it back to identical rows and bytes.
+  ``raw_base64``. ``store_import`` reads it back to identical rows and bytes. A redacted
+  export (redact.py) adds ``"redaction"`` to the header and ``"redacted"`` (JSON paths) to the
+  frames it changed; both are information only and never imported.
 - Markdown and HTML are built from the transcript model, so they read every frame once; HTML
   reads them a second time for its frame timeline. Everything streams to ``out``.
 - ``progress`` is called with the number of frames handled since the last call (for a bar).
@@ -44,13 +46,20 @@ def jsonl_lines(
     }  # fmt: skip
     yield orjson.dumps(header) + b"\n"
     for record in store_read.export_rows(db, connection_id):
-        raw = record.pop("raw")
-        try:
-            record["raw"] = bytes(raw).decode("utf-8")
-        except UnicodeDecodeError:
-            record["raw_base64"] = base64.b64encode(raw).decode()
-        yield orjson.dumps(record) + b"\n"
+        yield frame_line(record)
         progress(1)
+
+
+def frame_line(record: dict[str, Any], redacted: list[str] | None = None) -> bytes:
+    """One frame record as a JSONL line (``redacted``: the JSON paths redaction changed)."""
+    raw = record.pop("raw")
+    try:
+        record["raw"] = bytes(raw).decode("utf-8")
+    except UnicodeDecodeError:
+        record["raw_base64"] = base64.b64encode(raw).decode()
+    if redacted:
+        record["redacted"] = redacted
+    return orjson.dumps(record) + b"\n"
 
 
 def transcript_of(
@@ -107,6 +116,7 @@ def frame_of(line: bytes) -> dict[str, Any]:
     record = orjson.loads(line)
     if not isinstance(record, dict):
         raise ValueError("a frame line is not a JSON object")  # noqa: TRY004
+    record.pop("redacted", None)  # what redaction changed: not a column
     if "raw_base64" in record:
         record["raw"] = base64.b64decode(record.pop("raw_base64"), validate=True)
     elif isinstance(record.get("raw"), str):

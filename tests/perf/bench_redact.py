@@ -1,0 +1,65 @@
+"""Benchmark: redacting a 100,000-frame recording (``acp-proxy redact`` without the CLI start).
+
+Not collected by pytest. Run it from the repository root:
+
+    .venv/bin/python -m tests.perf.bench_redact [--frames 100000] [--secrets]
+
+The recording is test_check_perf's busy v2 conversation (prompt turns, tool calls, plans, long
+runs of agent message chunks). ``--secrets`` puts an API key, an e-mail address and a home path
+in every prompt and tool call, so about a tenth of the frames change. Prints the seconds spent
+producing the verified, redacted JSONL export (redaction and the verify pass over every line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from acp_proxy import store_read
+from acp_proxy.redact import Redactor
+from acp_proxy.redaction_io import finder_for, redacted_export
+from acp_proxy.verify import Verifier
+from tests.perf import test_check_perf
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--frames", type=int, default=100_000)
+    parser.add_argument("--secrets", action="store_true")
+    options = parser.parse_args()
+    test_check_perf.FRAMES = options.frames
+    if options.secrets:
+        plain = test_check_perf.turn
+
+        def seeded(n: int) -> list[tuple[object, bytes]]:
+            secret = f" sk-proj-{'Ab3' * 10} bob@example.com /home/alice/w ".encode()
+            return [
+                (d, data.replace(b"word ", secret, 1) if b"word" in data and i < 8 else data)
+                for i, (d, data) in enumerate(plain(n))
+            ]
+
+        test_check_perf.turn = seeded  # type: ignore[assignment]
+    with tempfile.TemporaryDirectory() as folder:
+        db_path = Path(folder) / "bench.sqlite"
+        frames = test_check_perf.build(db_path)
+        db = store_read.open_for_reading(db_path)
+        env = {"HOME": "/home/alice", "USER": "alice", "MY_API_TOKEN": "not-in-the-recording"}
+        finder = finder_for({**os.environ, **env})
+        redactor = Redactor(finder)
+        out = io.BytesIO()
+        start = time.perf_counter()
+        leaks = redacted_export(db, 1, redactor, Verifier(finder), out)
+        elapsed = time.perf_counter() - start
+        print(
+            f"redacted {frames} frames in {elapsed:.2f} s ({elapsed / frames * 1e6:.1f} us/frame);"
+            f" placeholders {redactor.counts}; output {len(out.getvalue()) / 1e6:.1f} MB;"
+            f" leaks after redaction: {len(leaks)}"
+        )
+
+
+if __name__ == "__main__":
+    main()
