@@ -9,7 +9,6 @@ the redactor and of ``--verify``.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import stat
@@ -142,12 +141,9 @@ def test_verify_fails_on_the_unredacted_export_and_redact_export_is_clean(
     assert run(["redact", "--verify", str(clean)], env, root).returncode == 0
 
 
-@pytest.mark.xfail(reason="replay lands separately", strict=False)
 def test_a_redacted_recording_replays_to_the_same_real_client(
     session: tuple[Path, dict[str, str]],
 ) -> None:
-    if importlib.util.find_spec("acp_proxy.cli_replay") is None:
-        pytest.xfail("replay lands separately")
     root, env = session
     bundle = root / "replay.acpbundle"
     run(["bundle", "--db", str(root / "rec.sqlite"), "bug", "-o", str(bundle)], env, root)

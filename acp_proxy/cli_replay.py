@@ -1,0 +1,163 @@
+"""``acp-proxy replay``: act as the recorded agent for a live client. Wiring only.
+
+Rules:
+- stdout carries only protocol bytes; the proxy's words (the closing summary) go to stderr.
+- Exit status: 0 when the client saw exactly the recording (less notices), 1 when anything
+  diverged (mismatch, differing answer, timeout, early end), 2 on usage errors (bad options,
+  unknown REF, unreadable database): the same scheme as ``diff``.
+- REF may be a bug-report bundle or a JSONL export (bundle.py): it is read from a temporary
+  database; ``--record`` still records into ``--db``.
+- With ``--record`` the replay is recorded like an agent behind ``record``: the recorder
+  process is forked before anything else starts, the summary becomes a stderr line of the
+  recording, and the connection row gets the exit status.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from . import __version__
+from .acp import Direction
+from .cli import db_option, report, resolve_db
+from .errors import AcpProxyError
+
+if TYPE_CHECKING:
+    from .recorder_process import RecorderProcess
+
+EXIT_DIVERGED, EXIT_USAGE = 1, 2
+FLUSH_DEADLINE = 30.0
+
+
+def parse_timing(text: str) -> float | None:
+    """``asap`` -> None, ``recorded`` -> 1.0, ``xN`` -> 1/N (N times as fast)."""
+    if text == "asap":
+        return None
+    if text == "recorded":
+        return 1.0
+    if text.startswith("x"):
+        try:
+            factor = float(text[1:])
+        except ValueError:
+            factor = 0.0
+        if factor > 0 and factor != float("inf"):
+            return 1.0 / factor
+    raise click.BadParameter(f"{text!r}: use asap, recorded or xN (e.g. x2, x0.5)")
+
+
+@click.command(name="replay")
+@db_option
+@click.argument("ref")
+@click.option("--session", help="Replay only this session (and the connection's own frames).")
+@click.option(
+    "--timing", default="asap", show_default=True, metavar="asap|recorded|xN",
+    help="Send agent frames as fast as causality allows, with the recorded gaps, or N times "
+    "as fast as recorded.",
+)  # fmt: skip
+@click.option(
+    "--max-gap", type=click.FloatRange(min=0), metavar="SECONDS",
+    help="Cap every recorded gap at this many seconds.",
+)  # fmt: skip
+@click.option(
+    "--on-mismatch", type=click.Choice(["error", "continue"]), default="error",
+    show_default=True, help="On a client message the recording does not hold: answer with an "
+    "error and stop, or answer with an error (or the same method's next recorded response) "
+    "and go on.",
+)  # fmt: skip
+@click.option(
+    "--ignore", multiple=True, metavar="JSONPATH",
+    help="Leave this out when matching client messages, e.g. '$.params.mcpServers' "
+    "(repeatable).",
+)  # fmt: skip
+@click.option("--record", is_flag=True, help="Record the replay itself in the database.")
+@click.option(
+    "--timeout", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True,
+    metavar="SECONDS", help="Longest wait for any message the client is expected to send.",
+)  # fmt: skip
+def replay_command(
+    db: Path | None, ref: str, session: str | None, timing: str, max_gap: float | None,
+    on_mismatch: str, ignore: tuple[str, ...], record: bool, timeout: float,
+) -> None:  # fmt: skip
+    """Act as the agent of recording REF for the client that runs this command.
+
+    Use it as the agent command of an ACP client:
+
+        acp-proxy replay my-label
+
+    Each client request is answered with the recorded response to the matching recorded
+    request (method and params, ids, _meta and cwd aside), with the client's id; the agent
+    frames that followed are sent in recorded order, byte for byte, and recorded agent
+    requests are re-issued. Live-only notices are dropped. Ends with a summary on stderr;
+    exits 1 if the client diverged from the recording, 2 on usage errors (see docs/replay.md).
+    """
+    from .bundle import is_recording_file, recording_file_path
+    from .replay import Options, Replay
+    from .replay_io import serve
+    from .replay_match import Matcher
+    from .replay_report import exit_status, summary
+    from .replay_script import build, select_session
+    from .store_replay import load
+
+    scale = parse_timing(timing)
+    try:
+        matcher = Matcher(ignore)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--ignore") from error
+    db_path = source = resolve_db(db)
+    try:
+        if is_recording_file(ref):  # a bug-report bundle or a JSONL export
+            source, ref = recording_file_path(ref)
+        target, frames = load(source, ref)
+    except AcpProxyError as error:
+        report(str(error))
+        sys.exit(EXIT_USAGE)
+    session = session or target.session_id
+    what = f"connection {target.connection_id}" + (f" ({target.label})" if target.label else "")
+    if session is not None:
+        if not any(f.session_id == session for f in frames):
+            report(f"{what} has no session {session!r}")
+            sys.exit(EXIT_USAGE)
+        frames = select_session(frames, session)
+        what += f", session {session}"
+    script = build(frames, matcher)
+    del frames
+    clock_origin = (time.monotonic_ns(), time.time_ns())
+    recorder = _start_recorder(db_path, clock_origin) if record else None
+    options = Options(
+        scale=scale,
+        max_gap_ns=None if max_gap is None else int(max_gap * 1e9),
+        on_mismatch=on_mismatch,
+        timeout_ns=int(timeout * 1e9),
+    )
+    replay = Replay(script, matcher, options, time.monotonic_ns())
+    serve(replay, options.timeout_ns, tap=recorder.tap if recorder else None)
+    text = summary(replay, what)
+    report(text)
+    status = exit_status(replay)
+    if recorder is not None:
+        line = f"acp-proxy: {text}\n".encode()
+        recorder.tap.put(Direction.AGENT_STDERR, time.monotonic_ns(), line)
+        recorder.tap.update(status="exited", ended_ns=time.time_ns(), exit_code=status)
+        if recorder.finish(FLUSH_DEADLINE) is None:
+            report(f"the replay's recording is still being written (pid {recorder.pid})")
+    sys.exit(status)
+
+
+def _start_recorder(db_path: Path, clock_origin: tuple[int, int]) -> RecorderProcess:
+    from .recorder_process import start_recorder_process
+
+    recorder = start_recorder_process(clock_origin, report, [])
+    recorder.tap.configure(
+        db=str(db_path),
+        connection={
+            "argv": ["acp-proxy", *sys.argv[1:]], "cwd": os.getcwd(),
+            "proxy_version": __version__, "proxy_pid": os.getpid(), "label": None,
+            "started_ns": clock_origin[1],
+        },
+    )  # fmt: skip
+    return recorder
