@@ -20,6 +20,7 @@ import contextlib
 import os
 import struct
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -97,6 +98,8 @@ class TapReader:
     """
 
     READ_SIZE = 1024 * 1024
+    COALESCE_BELOW = 64 * 1024
+    COALESCE_SECONDS = 0.002
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
@@ -121,6 +124,10 @@ class TapReader:
                 yield kind, DIRECTIONS_BY_CODE.get(code, Direction.AGENT_STDERR), mono_ns, payload
                 start = end
             buffer = buffer[start:]
+            if len(data) < self.COALESCE_BELOW:
+                # A trickle (interactive traffic): let it gather for a moment, so that the
+                # forwarding threads do not wake this process for every single chunk.
+                time.sleep(self.COALESCE_SECONDS)
 
 
 def decode_json(payload: bytes) -> dict[str, Any]:
