@@ -10,17 +10,9 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Any
 
+from .present import peer
 from .store import ConnectionSummary
-
-
-def _peer(info: Any) -> str:
-    if not isinstance(info, dict):
-        return "unnamed"
-    name = info.get("title") or info.get("name") or "unnamed"
-    version = info.get("version")
-    return f"{name} {version}" if version else str(name)
 
 
 def _ending(summary: ConnectionSummary) -> str:
@@ -37,8 +29,8 @@ def render_summary(summary: ConnectionSummary, db_path: Path) -> str:
     duration = f", {summary.duration_ms / 1000:.2f} s" if summary.duration_ms else ""
     lines = [
         f"Recorded connection {summary.connection_id}{label} in {db_path}",
-        f"  agent:   {_peer(summary.agent_info)}",
-        f"  client:  {_peer(summary.client_info)}",
+        f"  agent:   {peer(summary.agent_info)}",
+        f"  client:  {peer(summary.client_info)}",
         f"  protocol version {summary.protocol_version}; {_ending(summary)}{duration}",
         f"  frames:  {summary.frames['c2a']} client->agent, {summary.frames['a2c']} "
         f"agent->client, {summary.frames['stderr']} agent stderr lines",
