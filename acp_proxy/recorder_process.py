@@ -24,7 +24,6 @@ Rules:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import gc
 import os
 import select
@@ -33,14 +32,13 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from .spawn import enlarge_pipe
 from .tap import CHUNK, CONFIG, UPDATE, PipeTap, TapReader, decode_json
 
 if TYPE_CHECKING:
     from .recorder import Recorder
 
-PIPE_SIZE = 1024 * 1024
 RECORDER_NICENESS = 10
-_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 Reporter = Callable[[str], None]
 
 
@@ -78,8 +76,7 @@ def start_recorder_process(
     """
     read_fd, write_fd = os.pipe()
     committed_read, committed_write = os.pipe()
-    with contextlib.suppress(OSError):  # a bigger pipe absorbs bursts; the default also works
-        fcntl.fcntl(write_fd, _F_SETPIPE_SZ, PIPE_SIZE)
+    enlarge_pipe(write_fd)
     pid = os.fork()
     if pid == 0:  # the recorder process
         status = 70

@@ -49,13 +49,19 @@ def spawn_agent(argv: Sequence[str]) -> subprocess.Popen[bytes]:
         raise SpawnFailed(f"cannot run {argv[0]!r}: permission denied", 126) from error
     except OSError as error:
         raise SpawnFailed(f"cannot run {argv[0]!r}: {error.strerror or error}", 126) from error
-    # Bigger pipes mean fewer reads and writes for large frames; the default (64 KiB) is kept
-    # where the system refuses.
     for pipe in (process.stdin, process.stdout, process.stderr):
         if pipe is not None:
-            with contextlib.suppress(OSError):
-                fcntl.fcntl(pipe.fileno(), _F_SETPIPE_SZ, PIPE_SIZE)
+            enlarge_pipe(pipe.fileno())
     return process
+
+
+def enlarge_pipe(fd: int) -> None:
+    """Give a pipe a 1 MiB buffer: fewer reads and writes for large frames, room for bursts.
+
+    Where the system refuses (not Linux, or a lower limit), the default (64 KiB) is kept.
+    """
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(fd, _F_SETPIPE_SZ, PIPE_SIZE)
 
 
 def signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
