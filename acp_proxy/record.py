@@ -1,11 +1,11 @@
 """``record``: one proxied connection, from spawning the agent to the last committed frame.
 
 Rules:
-- The agent is launched (launch.py: spawned, recorder forked, bytes flowing) before anything
-  slow happens (opening the database, starting the event loop), so the proxy adds as little
-  as possible to the agent's start-up; the recorder is told where to record afterwards.
-- Recording never blocks forwarding except through the tap's byte bound; a recording that
-  fails is reported once and forwarding goes on (see recorder.py).
+- The agent is launched (launch.py: spawned, recorder forked and told where to record, bytes
+  flowing) before anything slow happens (the event loop, the database), so the proxy adds as
+  little as possible to the agent's start-up.
+- Recording never blocks forwarding except through the recorder's byte bound (see
+  chunk_queue.py); a recording that fails is reported once and forwarding goes on.
 - An agent that cannot start gets the shell's exit status (127 not found, 126 not executable),
   a one-line message and, where the database works, a connection row that says so.
 - After the agent has exited, the recorder gets ``flush_deadline`` seconds to commit the rest.
