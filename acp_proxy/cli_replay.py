@@ -53,6 +53,7 @@ def parse_timing(text: str) -> float | None:
 @click.command(name="replay")
 @db_option
 @click.argument("ref")
+@click.argument("agent_command", nargs=-1)
 @click.option("--session", help="Replay only this session (and the connection's own frames).")
 @click.option(
     "--timing", default="asap", show_default=True, metavar="asap|recorded|xN",
@@ -76,12 +77,17 @@ def parse_timing(text: str) -> float | None:
 )  # fmt: skip
 @click.option("--record", is_flag=True, help="Record the replay itself in the database.")
 @click.option(
+    "--to-agent", is_flag=True, help="Act as the recorded client instead, for the agent started "
+    "by AGENT_COMMAND (after --): exits 1 when it diverges from the recording.",
+)  # fmt: skip
+@click.option(
     "--timeout", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True,
     metavar="SECONDS", help="Longest wait for any message the client is expected to send.",
 )  # fmt: skip
 def replay_command(
     db: Path | None, ref: str, session: str | None, timing: str, max_gap: float | None,
-    on_mismatch: str, ignore: tuple[str, ...], record: bool, timeout: float,
+    on_mismatch: str, ignore: tuple[str, ...], record: bool, to_agent: bool, timeout: float,
+    agent_command: tuple[str, ...],
 ) -> None:  # fmt: skip
     """Act as the agent of recording REF for the client that runs this command.
 
@@ -94,7 +100,18 @@ def replay_command(
     frames that followed are sent in recorded order, byte for byte, and recorded agent
     requests are re-issued. Live-only notices are dropped. Ends with a summary on stderr;
     exits 1 if the client diverged from the recording, 2 on usage errors (see docs/replay.md).
+
+    With --to-agent it plays the recorded client for a live agent instead:
+
+        acp-proxy replay --to-agent my-label -- my-agent --acp
+
+    and reports the first agent frame that differs from the recording (see docs/testing.md).
     """
+    if to_agent or agent_command:
+        if session or max_gap is not None or timing != "asap" or on_mismatch != "error":
+            raise click.UsageError("--session, --timing, --max-gap and --on-mismatch "
+                                   "do not apply to --to-agent")  # fmt: skip
+        _to_agent(db, ref, agent_command, ignore, record, timeout)
     from .bundle import is_recording_file, recording_file_path
     from .replay import Options, Replay
     from .replay_io import serve
@@ -145,6 +162,54 @@ def replay_command(
         recorder.tap.update(status="exited", ended_ns=time.time_ns(), exit_code=status)
         if recorder.finish(FLUSH_DEADLINE) is None:
             report(f"the replay's recording is still being written (pid {recorder.pid})")
+    sys.exit(status)
+
+
+def _to_agent(
+    db: Path | None, ref: str, argv: tuple[str, ...], ignore: tuple[str, ...], record: bool,
+    timeout: float,
+) -> None:  # fmt: skip
+    """``--to-agent``: play the recorded client for the agent ``argv``; exits."""
+    from .bundle import is_recording_file, recording_file_path
+    from .drive import Drive
+    from .drive import report as drive_report
+    from .drive_io import run
+    from .normalize import parse_path
+    from .spawn import DEFAULT_GRACE, SpawnFailed
+    from .store_replay import load
+
+    if not argv:
+        raise click.UsageError("--to-agent needs the agent command after --")
+    try:
+        for path in ignore:
+            parse_path(path)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--ignore") from error
+    db_path = source = resolve_db(db)
+    try:
+        if is_recording_file(ref):
+            source, ref = recording_file_path(ref)
+        target, frames = load(source, ref)
+    except AcpProxyError as error:
+        report(str(error))
+        sys.exit(EXIT_USAGE)
+    what = f"connection {target.connection_id}" + (f" ({target.label})" if target.label else "")
+    drive = Drive(frames, ignore)
+    del frames
+    recorder = _start_recorder(db_path, (time.monotonic_ns(), time.time_ns())) if record else None
+    grace_ns = int(min(timeout, DEFAULT_GRACE) * 1e9)
+    try:
+        run(drive, argv, int(timeout * 1e9), grace_ns, recorder.tap if recorder else None)
+    except SpawnFailed as error:
+        report(str(error))
+        sys.exit(EXIT_USAGE)
+    text = drive_report(drive, what)
+    report(text)
+    status = EXIT_DIVERGED if drive.divergence is not None else 0
+    if recorder is not None:
+        recorder.tap.update(status="exited", ended_ns=time.time_ns(), exit_code=status)
+        if recorder.finish(FLUSH_DEADLINE) is None:
+            report(f"the run's recording is still being written (pid {recorder.pid})")
     sys.exit(status)
 
 
