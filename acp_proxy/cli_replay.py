@@ -7,6 +7,10 @@ Rules:
   unknown REF, unreadable database): the same scheme as ``diff``.
 - REF may be a bug-report bundle or a JSONL export (bundle.py): it is read from a temporary
   database; ``--record`` still records into ``--db``.
+- Loading the recording and building the script make several objects per frame and no
+  reference cycles: the cyclic garbage collector is off meanwhile (it would walk them again
+  and again), and what they built is then frozen (``gc.freeze``, as ``record`` does), so that
+  no later collection walks it either.
 - With ``--record`` the replay is recorded like an agent behind ``record``: the recorder
   process is forked before anything else starts, the summary becomes a stderr line of the
   recording, and the connection row gets the exit status.
@@ -14,6 +18,7 @@ Rules:
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import time
@@ -117,8 +122,8 @@ def replay_command(
     from .replay_io import serve
     from .replay_match import Matcher
     from .replay_report import exit_status, summary
-    from .replay_script import build, select_session
-    from .store_replay import load
+    from .replay_script import RecordedFrame, build, select_session
+    from .store_replay import load_script
 
     scale = parse_timing(timing)
     try:
@@ -126,23 +131,33 @@ def replay_command(
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--ignore") from error
     db_path = source = resolve_db(db)
+    collecting = gc.isenabled()
+    gc.disable()  # see the module rules
     try:
-        if is_recording_file(ref):  # a bug-report bundle or a JSONL export
-            source, ref = recording_file_path(ref)
-        target, frames = load(source, ref)
-    except AcpProxyError as error:
-        report(str(error))
-        sys.exit(EXIT_USAGE)
-    session = session or target.session_id
-    what = f"connection {target.connection_id}" + (f" ({target.label})" if target.label else "")
-    if session is not None:
-        if not any(f.session_id == session for f in frames):
-            report(f"{what} has no session {session!r}")
+        try:
+            if is_recording_file(ref):  # a bug-report bundle or a JSONL export
+                source, ref = recording_file_path(ref)
+            target, rows = load_script(source, ref, session)
+        except AcpProxyError as error:
+            report(str(error))
             sys.exit(EXIT_USAGE)
-        frames = select_session(frames, session)
-        what += f", session {session}"
-    script = build(frames, matcher)
-    del frames
+        session = session or target.session_id
+        what = f"connection {target.connection_id}"
+        what += f" ({target.label})" if target.label else ""
+        if session is not None:  # then every row is a RecordedFrame (load_script)
+            frames = [f for f in rows if isinstance(f, RecordedFrame)]
+            if not any(f.session_id == session for f in frames):
+                report(f"{what} has no session {session!r}")
+                sys.exit(EXIT_USAGE)
+            rows = list(select_session(frames, session))
+            del frames
+            what += f", session {session}"
+        script = build(rows, matcher)
+        del rows
+        gc.freeze()
+    finally:
+        if collecting:
+            gc.enable()
     clock_origin = (time.monotonic_ns(), time.time_ns())
     recorder = _start_recorder(db_path, clock_origin) if record else None
     options = Options(

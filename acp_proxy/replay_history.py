@@ -24,8 +24,6 @@ import orjson
 
 from .acp import SESSION_LOAD, SESSION_RESUME, SESSION_UPDATE
 from .jsonrpc import decode
-from .transcript_entities import apply, new_entity
-from .transcript_values import Compaction
 
 COMPACTION_KINDS = frozenset({"compaction_update", "compaction_summary_chunk"})
 
@@ -95,6 +93,11 @@ def _update(raw: bytes) -> tuple[str | None, dict[str, Any] | None]:
 
 
 def _fold(window: Sequence[Row]) -> dict[int, bytes | None]:
+    # Imported here: the transcript model is only needed when a history window holds
+    # compactions, and importing it is a sizeable part of replay's start-up.
+    from .transcript_entities import apply, new_entity
+    from .transcript_values import Compaction
+
     groups: dict[str, list[tuple[Row, dict[str, Any]]]] = {}
     sessions: dict[str, str | None] = {}
     for frame in window:

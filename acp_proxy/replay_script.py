@@ -2,6 +2,9 @@
 
 Rules:
 - Only protocol frames (``c2a``, ``a2c``) take part; the agent's stderr is not replayed.
+- Input: ``RecordedFrame`` rows, or ``Verbatim`` rows (``seq``, ``mono_ns``, ``raw`` and 1)
+  for agent ``session/update`` notifications that are neither notices nor compactions, which
+  are always sent as recorded (store_replay.load_script reads them so, to load less).
 - Every ``a2c`` frame becomes an ``Out`` with an action: ``SEND`` (recorded bytes as they are),
   ``RESPONSE`` (recorded bytes with the id of the client request it answers, ``ref`` = that
   request's ``Expect`` index), ``AGENT_REQUEST`` (sent as recorded, recorded id included),
@@ -51,6 +54,13 @@ class RecordedFrame(NamedTuple):
     session_id: str | None
 
 
+# A frame replay sends verbatim, as store_replay.load_script reads it: (seq, mono_ns, raw, 1),
+# for an agent session/update notification that is neither a notice nor a compaction (nothing
+# in it takes part in matching or history).
+Verbatim = tuple[int, int, bytes, int]
+ScriptRow = RecordedFrame | Verbatim
+
+
 class Out(NamedTuple):
     raw: bytes
     action: int
@@ -88,9 +98,9 @@ def select_session(frames: Sequence[RecordedFrame], session: str) -> list[Record
     ]  # a response to a dropped request goes with it
 
 
-def build(frames: Iterable[RecordedFrame], matcher: Matcher) -> Script:
-    rows = [f for f in frames if f.direction in ("c2a", "a2c")]
-    replaced = materialized(rows)
+def build(frames: Iterable[ScriptRow], matcher: Matcher) -> Script:
+    rows = [f for f in frames if len(f) == 4 or f[1] in ("c2a", "a2c")]
+    replaced = materialized([f for f in rows if isinstance(f, RecordedFrame)])
     outs: list[Out] = []
     expects: list[Expect] = []
     expect_of_seq: dict[int, int] = {}
@@ -99,6 +109,13 @@ def build(frames: Iterable[RecordedFrame], matcher: Matcher) -> Script:
     after = -1
     new_out = tuple.__new__  # Out(...) without the Python-level __new__: this loop is hot
     for frame in rows:
+        if not isinstance(frame, RecordedFrame):  # Verbatim: sent as recorded
+            seq, mono_ns, raw, _ = frame
+            gap = 0 if previous_ns is None or mono_ns < previous_ns else mono_ns - previous_ns
+            previous_ns = mono_ns
+            outs.append(new_out(Out, (raw, SEND, len(expects), gap, after, -1, seq)))
+            after = -1
+            continue
         seq, direction, mono_ns, raw, kind, _, method, update_kind, request_seq, _ = frame
         gap = 0 if previous_ns is None or mono_ns < previous_ns else mono_ns - previous_ns
         previous_ns = mono_ns

@@ -162,3 +162,25 @@ def test_a_jsonl_export_replays_like_the_recording(v1_db: Path, tmp_path: Path) 
     done = run(v1_db, b"".join(client_frames(V1_CONVERSATION)), str(export))
     assert done.returncode == 0, done.stderr
     assert done.stdout == agent_bytes(V1_CONVERSATION)
+
+
+@pytest.mark.parametrize("name", ["v1", "v2", "v2-walkthrough", "v2-resume", "v1-load"])
+def test_the_script_from_verbatim_rows_is_the_script_from_whole_frames(
+    tmp_path: Path, name: str
+) -> None:
+    from acp_proxy.replay_match import Matcher
+    from acp_proxy.replay_script import build
+    from acp_proxy.store_replay import load, load_script
+    from tests.fixtures_replay import V1_LOAD, V2_RESUME
+    from tests.fixtures_transcript import V2_WALKTHROUGH
+
+    exchange = {"v1": V1_CONVERSATION, "v2": V2_CONVERSATION, "v2-walkthrough": V2_WALKTHROUGH,
+                "v2-resume": V2_RESUME, "v1-load": V1_LOAD}[name]  # fmt: skip
+    db = tmp_path / "r.sqlite"
+    write_recording(db, exchange)
+    _, frames = load(db, "last")
+    _, rows = load_script(db, "last", None)
+    assert any(len(row) == 4 for row in rows)  # some frames came as Verbatim rows
+    whole, light = build(frames, Matcher()), build(rows, Matcher())
+    assert whole.outs == light.outs
+    assert whole.expects == light.expects

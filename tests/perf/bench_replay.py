@@ -10,7 +10,7 @@ the observer and the store as ``record`` writes them. Then, per repeat:
 * ``command``: the whole ``python -m acp_proxy replay --db DB 1``, the client's three requests
   from a file on stdin and stdout to /dev/null, timed from spawn to exit (interpreter start-up,
   imports, reading the database, building the script, replaying, writing, the summary);
-* its parts, in this process: ``load`` (store_replay.load: the SQLite query), ``build``
+* its parts, in this process: ``load`` (store_replay.load_script: the SQLite query), ``build``
   (replay_script.build), ``replay`` (the engine sending every frame into memory).
 
 Prints frames/s (recorded frames / seconds) for each, the median over repeats. The output of
@@ -34,7 +34,7 @@ from acp_proxy.replay import Options, Replay
 from acp_proxy.replay_match import Matcher
 from acp_proxy.replay_script import build
 from acp_proxy.store import NewConnection, RecordingWriter, connect
-from acp_proxy.store_replay import load
+from acp_proxy.store_replay import load_script
 from acp_proxy.wire import Frame
 
 C2A, A2C = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
@@ -117,7 +117,7 @@ def main() -> None:
                 times["command"].append(time.perf_counter() - start)
             assert out.read_bytes() == expected, "the replay did not send the recorded bytes"
             start = time.perf_counter()
-            _, frames = load(db, "1")
+            _, frames = load_script(db, "1", None)
             times["load"].append(time.perf_counter() - start)
             start = time.perf_counter()
             matcher = Matcher()
