@@ -23,13 +23,12 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 
 from .acp import Direction
+from .stderr import Reporter
 
 DEFAULT_MEMORY_BYTES = 4 * 1024 * 1024
 DEFAULT_SPILL_BYTES = 1024 * 1024 * 1024
-Reporter = Callable[[str], None]
 
 # A queue item: (direction, monotonic ns when read, chunk); an empty chunk ends a stream.
 ChunkItem = tuple[Direction, int, bytes]

@@ -24,13 +24,12 @@ import stat
 import subprocess
 import threading
 import time
-from collections.abc import Callable
 
 from .acp import Direction
+from .stderr import Reporter
 from .tap import PipeTap
 
 CHUNK_SIZE = 1024 * 1024  # as large as the pipes the agent writes into
-Reporter = Callable[[str], None]
 
 
 def _write_all(fd: int, data: memoryview) -> None:

@@ -14,14 +14,13 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from . import __version__
 from .forward import Forwarding
 from .recorder_process import RecorderProcess, start_recorder_process
 from .spawn import SpawnFailed, pass_signals_to, spawn_agent
-
-Reporter = Callable[[str], None]
+from .stderr import Reporter
 
 
 class Launched:

@@ -10,16 +10,16 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from .check_report import finding_line
 from .checks import Checker, select_rules
 from .checks_base import Finding
 from .observer import FrameRecord
 from .schema_files import SchemasUnavailable, load_book
+from .stderr import Reporter
 from .store import StoredFinding
 
-Reporter = Callable[[str], None]
 SCHEMA_RULE = "ACP000"
 
 

@@ -104,14 +104,9 @@ class ConnectionObserver:
         self._correlator = Correlator()
         self._sessions_of_requests: dict[int, str | None] = {}
         self.protocol_version: int | None = None
-        self.requested_protocol_version: int | None = None
         self.client_info: Any = None
         self.agent_info: Any = None
         self.facts_changed = False
-
-    @property
-    def last_seq(self) -> int:
-        return self._seq
 
     def facts(self) -> ConnectionFacts:
         self.facts_changed = False
@@ -225,7 +220,6 @@ class ConnectionObserver:
         if session_id is not None:
             self._sessions_of_requests[seq] = session_id
         if method == acp.INITIALIZE and direction is Direction.CLIENT_TO_AGENT:
-            self.requested_protocol_version = acp.protocol_version(params)
             self.client_info = acp.client_info(params)
             self.facts_changed = True
 

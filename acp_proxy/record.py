@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,9 +25,9 @@ from . import __version__
 from .errors import RecordingError
 from .launch import Launched, launch
 from .spawn import DEFAULT_GRACE
+from .stderr import Reporter
 
 FLUSH_DEADLINE = 30.0
-Reporter = Callable[[str], None]
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,6 +27,7 @@ from .acp import Direction
 from .chunk_queue import ChunkItem, ChunkQueue
 from .errors import RecordingError
 from .observer import ConnectionObserver, FrameRecord
+from .stderr import Reporter
 from .store import NewConnection, RecordingWriter, connect
 from .wire import LineSplitter
 
@@ -43,7 +43,6 @@ DEFAULT_LINGER = 0.005
 # WAL sizes that trigger a checkpoint: when nothing is queued, and in any case.
 WAL_IDLE_LIMIT = 4 * 1024 * 1024
 WAL_BUSY_LIMIT = 1024 * 1024 * 1024
-Reporter = Callable[[str], None]
 
 
 @dataclass
@@ -54,17 +53,15 @@ class _Totals:
 
 @dataclass
 class RecorderStatus:
-    """What the recorder achieved; read after ``join``."""
+    """What the recorder achieved; read after ``run`` returns."""
 
     connection_id: int | None = None
-    frames_recorded: int = 0
     frames_lost: int = 0
     error: str | None = None
-    totals: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 class Recorder:
-    """Owns the recording of one connection, on one thread (``run`` or ``start``)."""
+    """Owns the recording of one connection, on the thread that calls ``run``."""
 
     def __init__(
         self,
@@ -90,16 +87,6 @@ class Recorder:
         self.linger = DEFAULT_LINGER
         # ``record --check``: the spec rules, applied to every frame before it is written.
         self.live_check: LiveCheck | None = None
-        self._thread = threading.Thread(target=self._run, name="acp-proxy recorder", daemon=True)
-
-    def start(self) -> None:
-        """Run the recorder on its own thread (see ``join``)."""
-        self._thread.start()
-
-    def join(self, timeout: float | None = None) -> bool:
-        """Wait for the recorder to finish; False if it is still writing after ``timeout``."""
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
 
     def set_connection(self, **fields: object) -> None:
         """Ask for connection columns to be set (pid, exit status ...) on the recorder thread."""
@@ -110,9 +97,6 @@ class Recorder:
 
     def run(self) -> None:
         """Record until the queue is closed and drained, on the calling thread."""
-        self._run()
-
-    def _run(self) -> None:
         try:
             db = connect(self._db_path, recorder=True)
             self._writer = RecordingWriter.start(db, self._new)
@@ -170,7 +154,6 @@ class Recorder:
             self.status.frames_lost += len(records)
             self._fail(error)
             return
-        self.status.frames_recorded += len(records)
         self._maybe_checkpoint(writer)
 
     def _maybe_checkpoint(self, writer: RecordingWriter, limit: int = 0) -> None:
@@ -215,7 +198,6 @@ class Recorder:
 
     def _finish(self) -> None:
         self.status.frames_lost += self._queue.discarded_frames
-        self.status.totals = {d.value: (t.frames, t.size) for d, t in self._totals.items()}
         writer = self._writer
         if writer is None:
             return

@@ -29,17 +29,17 @@ import os
 import select
 import signal
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from .spawn import enlarge_pipe
+from .stderr import Reporter
 from .tap import CHUNK, CONFIG, UPDATE, PipeTap, TapReader, decode_json
 
 if TYPE_CHECKING:
     from .recorder import Recorder
 
 RECORDER_NICENESS = 10
-Reporter = Callable[[str], None]
 
 
 class RecorderProcess:

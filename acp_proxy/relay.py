@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import signal
 import subprocess
-from collections.abc import Callable
 
 import anyio
 import anyio.to_thread
 
 from .forward import Forwarding
 from .spawn import DEFAULT_GRACE, AgentExit, signal_group
-
-Reporter = Callable[[str], None]
+from .stderr import Reporter
 
 
 async def relay(

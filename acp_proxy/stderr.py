@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
+
+# What the proxy's parts are given to say things with (``report`` below, or a test's list).
+Reporter = Callable[[str], None]
 
 
 def report(message: str) -> None:
