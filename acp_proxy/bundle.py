@@ -12,6 +12,12 @@ Rules:
 - ``open_recording_file``: a REF that is an existing ``.acpbundle``, zip or ``.jsonl`` export
   is imported into a temporary database (deleted when the process exits) and opened
   read-only, so ``show``, ``export``, ``check`` and ``replay`` read it like a recording.
+- A JSONL file may hold several episodes (exports one after the other: a cassette,
+  docs/testing.md). ``recording_file_episodes`` gives them all (``check`` checks each,
+  ``replay`` follows the one the client matches, ``replay --to-agent`` drives each);
+  ``open_recording_file`` and ``recording_file_path`` give the first, saying on stderr that
+  there are more (``show`` and ``export`` show one conversation; ``import`` the file to reach
+  the others by connection id).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import orjson
 
 from . import __version__, store_read
 from .errors import AcpProxyError
+from .stderr import report
 
 FRAMES_MEMBER = "frames.jsonl"
 MANIFEST = "manifest.json"
@@ -57,7 +64,7 @@ def _frames_lines(path: Path) -> Iterator[bytes]:
         yield from handle
 
 
-def _import_temporary(lines: Iterator[bytes]) -> tuple[Path, int]:
+def _import_temporary(lines: Iterator[bytes]) -> tuple[Path, list[int]]:
     from .store_import import import_jsonl
 
     folder = Path(tempfile.mkdtemp(prefix="acp-proxy-"))
@@ -68,25 +75,41 @@ def _import_temporary(lines: Iterator[bytes]) -> tuple[Path, int]:
 
 def import_temporary(lines: Iterator[bytes]) -> tuple[store_read.Database, int]:
     """Import export lines into a fresh temporary database (removed at exit); open it."""
-    db_path, connection_id = _import_temporary(lines)
-    return store_read.open_for_reading(db_path), connection_id
+    db_path, connection_ids = _import_temporary(lines)
+    return store_read.open_for_reading(db_path), connection_ids[0]
+
+
+def recording_file_episodes(ref: str) -> tuple[Path, list[int]]:
+    """A bundle or JSONL export named as a REF: (temporary database path, its connections)."""
+    try:
+        return _import_temporary(_frames_lines(Path(ref)))
+    except (OSError, zipfile.BadZipFile) as error:
+        raise AcpProxyError(f"cannot read {ref}: {error}") from error
+
+
+def _first(ref: str, connection_ids: list[int]) -> int:
+    if len(connection_ids) > 1:
+        report(f"{ref} holds {len(connection_ids)} episodes; this is episode 1 (import the file "
+               "to reach the others)")  # fmt: skip
+    return connection_ids[0]
 
 
 def recording_file_path(ref: str) -> tuple[Path, str]:
     """A bundle or JSONL export named as a REF, as (temporary database path, connection REF)."""
-    try:
-        db_path, connection_id = _import_temporary(_frames_lines(Path(ref)))
-    except (OSError, zipfile.BadZipFile) as error:
-        raise AcpProxyError(f"cannot read {ref}: {error}") from error
-    return db_path, str(connection_id)
+    db_path, connection_ids = recording_file_episodes(ref)
+    return db_path, str(_first(ref, connection_ids))
 
 
 def open_recording_file(ref: str) -> tuple[store_read.Database, int]:
     """A bundle or JSONL export named as a REF, as (database, connection id)."""
-    try:
-        return import_temporary(_frames_lines(Path(ref)))
-    except (OSError, zipfile.BadZipFile) as error:
-        raise AcpProxyError(f"cannot read {ref}: {error}") from error
+    db_path, connection_ids = recording_file_episodes(ref)
+    return store_read.open_for_reading(db_path), _first(ref, connection_ids)
+
+
+def open_recording_episodes(ref: str) -> tuple[store_read.Database, list[int]]:
+    """A bundle or JSONL export named as a REF, as (database, every connection id)."""
+    db_path, connection_ids = recording_file_episodes(ref)
+    return store_read.open_for_reading(db_path), connection_ids
 
 
 def run_checks(

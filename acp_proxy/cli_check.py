@@ -49,12 +49,12 @@ def check(
     """Check recorded ACP traffic against the spec's rules and the official JSON Schemas.
 
     REF is a connection id, session id, label, `last` (the default), or a bug-report bundle
-    or JSONL export file. Every message is
+    or JSONL export file (every episode of a file that holds several). Every message is
     validated against the schema of its own method for the negotiated protocol version, and
     the stateful rules of docs/checks.md run over each connection in order. Exits 1 when
     anything is found, 0 when clean, 2 on usage errors.
     """
-    from .bundle import is_recording_file, open_recording_file
+    from .bundle import is_recording_file, open_recording_episodes
     from .check_report import Checked, render_json, render_junit, render_text
     from .checks import Checker, select_rules
     from .schema_files import load_book
@@ -68,9 +68,9 @@ def check(
     try:
         book = load_book(schema_dir) if "ACP000" in rules else None
         files = [ref for ref in refs if is_recording_file(ref)]  # bundles or JSONL exports
-        opened = [open_recording_file(ref) for ref in files]
+        opened = [open_recording_episodes(ref) for ref in files]  # every episode of each
         refs = tuple(ref for ref in refs if ref not in files)
-        targets = [(d, scope(d, str(cid))) for d, cid in opened]
+        targets = [(d, scope(d, str(cid))) for d, ids in opened for cid in ids]
         if every or refs or not files:
             database = connect(resolve_db(db), create=False, readonly=True)
         if every:

@@ -126,7 +126,9 @@ def import_command(db: Path | None, file: Path) -> None:
     """Load a JSONL export (`acp-proxy export --format jsonl`) or a bundle into the database.
 
     The connection gets a new id; its uid, every frame and their exact bytes are kept. A
-    connection whose uid the database already holds is refused (nothing is imported).
+    connection whose uid the database already holds is refused (nothing is imported). A file
+    of several exports one after the other (a cassette with several episodes) becomes one
+    connection per export, in one transaction.
     """
     db_path = resolve_db(db)
     import zipfile
@@ -138,15 +140,21 @@ def import_command(db: Path | None, file: Path) -> None:
 
         try:
             with zipfile.ZipFile(file) as bundle, bundle.open(FRAMES_MEMBER) as member:
-                connection_id = import_jsonl(db_path, member)
+                connection_ids = import_jsonl(db_path, member)
         except KeyError as error:
             raise AcpProxyError(f"{file} is not an acp-proxy bundle: {error}") from error
-        click.echo(f"imported {file} as connection {connection_id} in {db_path}")
+        click.echo(f"imported {file} as {_connections(connection_ids)} in {db_path}")
         return
     bar = progress_bar(file.stat().st_size // 200, f"importing {file.name}")
     with bar as tick, file.open("rb") as handle:
-        connection_id = import_jsonl(db_path, _lines(handle, lambda n: tick(n // 200)))
-    click.echo(f"imported {file} as connection {connection_id} in {db_path}")
+        connection_ids = import_jsonl(db_path, _lines(handle, lambda n: tick(n // 200)))
+    click.echo(f"imported {file} as {_connections(connection_ids)} in {db_path}")
+
+
+def _connections(ids: list[int]) -> str:
+    if len(ids) == 1:
+        return f"connection {ids[0]}"
+    return f"connections {', '.join(map(str, ids))} ({len(ids)} episodes)"
 
 
 @click.command("datasette-metadata")

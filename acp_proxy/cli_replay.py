@@ -14,6 +14,13 @@ Rules:
 - With ``--record`` the replay is recorded like an agent behind ``record``: the recorder
   process is forked before anything else starts, the summary becomes a stderr line of the
   recording, and the connection row gets the exit status.
+- A recording file holding several episodes (a cassette, docs/testing.md) is replayed by
+  following the episode the client matches (replay_episodes.py, served by replay_live_io.py);
+  ``--go-live -- AGENT`` lets a conversation no episode holds go on with that agent, and with
+  ``--record`` the live part is recorded as one more connection, after the replay's own.
+  A single recording without ``--go-live`` takes the plain engine and loop, as before.
+- ``--to-agent`` on a file of several episodes drives each in turn, a fresh agent for each,
+  and stops at the first that diverges.
 """
 
 from __future__ import annotations
@@ -34,6 +41,9 @@ from .errors import AcpProxyError
 
 if TYPE_CHECKING:
     from .recorder_process import RecorderProcess
+    from .replay import Options
+    from .replay_match import Matcher
+    from .replay_script import Script
 
 EXIT_DIVERGED, EXIT_USAGE = 1, 2
 FLUSH_DEADLINE = 30.0
@@ -86,13 +96,18 @@ def parse_timing(text: str) -> float | None:
     "by AGENT_COMMAND (after --): exits 1 when it diverges from the recording.",
 )  # fmt: skip
 @click.option(
+    "--go-live", is_flag=True, help="When the client leaves every recorded episode, catch the "
+    "agent started by AGENT_COMMAND (after --) up with the conversation so far and go on with "
+    "it live; with --record the live part is recorded as a new connection.",
+)  # fmt: skip
+@click.option(
     "--timeout", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True,
     metavar="SECONDS", help="Longest wait for any message the client is expected to send.",
 )  # fmt: skip
 def replay_command(
     db: Path | None, ref: str, session: str | None, timing: str, max_gap: float | None,
-    on_mismatch: str, ignore: tuple[str, ...], record: bool, to_agent: bool, timeout: float,
-    agent_command: tuple[str, ...],
+    on_mismatch: str, ignore: tuple[str, ...], record: bool, to_agent: bool, go_live: bool,
+    timeout: float, agent_command: tuple[str, ...],
 ) -> None:  # fmt: skip
     """Act as the agent of recording REF for the client that runs this command.
 
@@ -111,19 +126,23 @@ def replay_command(
         acp-proxy replay --to-agent my-label -- my-agent --acp
 
     and reports the first agent frame that differs from the recording (see docs/testing.md).
+
+    A JSONL file of several episodes (a cassette) is replayed by following the episode the
+    client's conversation matches; with --go-live a conversation no episode holds goes on
+    with the agent after --, caught up with what the client was told.
     """
-    if to_agent or agent_command:
+    if go_live and (to_agent or not agent_command):
+        raise click.UsageError("--go-live needs the agent command after -- (and no --to-agent)")
+    if to_agent or (agent_command and not go_live):
         if session or max_gap is not None or timing != "asap" or on_mismatch != "error":
             raise click.UsageError("--session, --timing, --max-gap and --on-mismatch "
                                    "do not apply to --to-agent")  # fmt: skip
         _to_agent(db, ref, agent_command, ignore, record, timeout)
-    from .bundle import is_recording_file, recording_file_path
+    from .bundle import is_recording_file, recording_file_episodes
     from .replay import Options, Replay
     from .replay_io import serve
     from .replay_match import Matcher
     from .replay_report import exit_status, summary
-    from .replay_script import RecordedFrame, build, select_session
-    from .store_replay import load_script
 
     scale = parse_timing(timing)
     try:
@@ -131,53 +150,113 @@ def replay_command(
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--ignore") from error
     db_path = source = resolve_db(db)
-    collecting = gc.isenabled()
-    gc.disable()  # see the module rules
-    try:
-        try:
-            if is_recording_file(ref):  # a bug-report bundle or a JSONL export
-                source, ref = recording_file_path(ref)
-            target, rows = load_script(source, ref, session)
-        except AcpProxyError as error:
-            report(str(error))
-            sys.exit(EXIT_USAGE)
-        session = session or target.session_id
-        what = f"connection {target.connection_id}"
-        what += f" ({target.label})" if target.label else ""
-        if session is not None:  # then every row is a RecordedFrame (load_script)
-            frames = [f for f in rows if isinstance(f, RecordedFrame)]
-            if not any(f.session_id == session for f in frames):
-                report(f"{what} has no session {session!r}")
-                sys.exit(EXIT_USAGE)
-            rows = list(select_session(frames, session))
-            del frames
-            what += f", session {session}"
-        script = build(rows, matcher)
-        del rows
-        gc.freeze()
-    finally:
-        if collecting:
-            gc.enable()
-    clock_origin = (time.monotonic_ns(), time.time_ns())
-    recorder = _start_recorder(db_path, clock_origin) if record else None
     options = Options(
         scale=scale,
         max_gap_ns=None if max_gap is None else int(max_gap * 1e9),
         on_mismatch=on_mismatch,
         timeout_ns=int(timeout * 1e9),
     )
-    replay = Replay(script, matcher, options, time.monotonic_ns())
+    collecting = gc.isenabled()
+    gc.disable()  # see the module rules
+    try:
+        try:
+            episodes = [ref]
+            if is_recording_file(ref):  # a bug-report bundle or a JSONL export
+                source, ids = recording_file_episodes(ref)
+                episodes = [str(i) for i in ids]
+            if len(episodes) > 1 and session:
+                raise click.UsageError("--session needs a recording of a single episode")
+            loaded = [_script(source, episode, session, matcher) for episode in episodes]
+        except AcpProxyError as error:
+            report(str(error))
+            sys.exit(EXIT_USAGE)
+        gc.freeze()
+    finally:
+        if collecting:
+            gc.enable()
+    scripts = [script for script, _ in loaded]
+    what = loaded[0][1]
+    if len(scripts) > 1 or go_live:
+        what = f"{ref}" if len(scripts) > 1 else what
+        live = agent_command if go_live else None
+        _serve_episodes(db_path, scripts, what, matcher, options, record, live, ignore)
+    clock_origin = (time.monotonic_ns(), time.time_ns())
+    recorder = _start_recorder(db_path, clock_origin) if record else None
+    replay = Replay(scripts[0], matcher, options, time.monotonic_ns())
+    del scripts, loaded
     serve(replay, options.timeout_ns, tap=recorder.tap if recorder else None)
     text = summary(replay, what)
     report(text)
     status = exit_status(replay)
-    if recorder is not None:
-        line = f"acp-proxy: {text}\n".encode()
-        recorder.tap.put(Direction.AGENT_STDERR, time.monotonic_ns(), line)
-        recorder.tap.update(status="exited", ended_ns=time.time_ns(), exit_code=status)
-        if recorder.finish(FLUSH_DEADLINE) is None:
-            report(f"the replay's recording is still being written (pid {recorder.pid})")
+    _finish_recording(recorder, text, status)
     sys.exit(status)
+
+
+def _script(source: Path, ref: str, session: str | None, matcher: Matcher) -> tuple[Script, str]:
+    """The replay script of ``ref`` (narrowed to a session), and its name for the summary."""
+    from .replay_script import RecordedFrame, build, select_session
+    from .store_replay import load_script
+
+    target, rows = load_script(source, ref, session)
+    session = session or target.session_id
+    what = f"connection {target.connection_id}"
+    what += f" ({target.label})" if target.label else ""
+    if session is not None:  # then every row is a RecordedFrame (load_script)
+        frames = [f for f in rows if isinstance(f, RecordedFrame)]
+        if not any(f.session_id == session for f in frames):
+            report(f"{what} has no session {session!r}")
+            sys.exit(EXIT_USAGE)
+        rows = list(select_session(frames, session))
+        del frames
+        what += f", session {session}"
+    return build(rows, matcher), what
+
+
+def _serve_episodes(
+    db_path: Path, scripts: list[Script], what: str, matcher: Matcher, options: Options,
+    record: bool, agent: tuple[str, ...] | None, ignore: tuple[str, ...],
+) -> None:  # fmt: skip
+    """Replay following episodes, going live with ``agent`` if given (see the rules); exits."""
+    from .replay_episodes import Episodes
+    from .replay_live_io import Shell
+    from .replay_report import episodes_summary
+    from .spawn import DEFAULT_GRACE
+
+    clock_origin = (time.monotonic_ns(), time.time_ns())
+    recorder = _start_recorder(db_path, clock_origin) if record else None
+    engine = Episodes(
+        scripts, matcher, options, time.monotonic_ns(), live=agent is not None, ignore=ignore
+    )
+    grace_ns = int(min(options.timeout_ns / 1e9, DEFAULT_GRACE) * 1e9)
+    shell = Shell(engine, options.timeout_ns, agent, grace_ns,
+                  tap=recorder.tap if recorder else None)  # fmt: skip
+    shell.run()
+    text = episodes_summary(engine, what)
+    report(text)
+    status = EXIT_DIVERGED if engine.diverged else 0
+    _finish_recording(recorder, text, status)
+    live = engine.live
+    if record and agent and live is not None and live.caught_up:
+        from .store_live import record_chunks
+
+        try:
+            new = record_chunks(db_path, agent, shell.chunks, clock_origin, shell.agent_status)
+        except AcpProxyError as error:
+            report(f"the live conversation was not recorded: {error}")
+            sys.exit(EXIT_DIVERGED)
+        report(f"the live conversation is recorded as connection {new} in {db_path}")
+    sys.exit(status)
+
+
+def _finish_recording(recorder: RecorderProcess | None, text: str, status: int) -> None:
+    """The replay's own recording: its summary as a stderr line, its exit status; then flush."""
+    if recorder is None:
+        return
+    line = f"acp-proxy: {text}\n".encode()
+    recorder.tap.put(Direction.AGENT_STDERR, time.monotonic_ns(), line)
+    recorder.tap.update(status="exited", ended_ns=time.time_ns(), exit_code=status)
+    if recorder.finish(FLUSH_DEADLINE) == "late":
+        report(f"the replay's recording is still being written (pid {recorder.pid})")
 
 
 def _to_agent(
@@ -185,7 +264,7 @@ def _to_agent(
     timeout: float,
 ) -> None:  # fmt: skip
     """``--to-agent``: play the recorded client for the agent ``argv``; exits."""
-    from .bundle import is_recording_file, recording_file_path
+    from .bundle import is_recording_file, recording_file_episodes
     from .drive import Drive
     from .drive import report as drive_report
     from .drive_io import run
@@ -201,31 +280,39 @@ def _to_agent(
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--ignore") from error
     db_path = source = resolve_db(db)
+    refs = [ref]
     try:
         if is_recording_file(ref):
-            source, ref = recording_file_path(ref)
-        target, frames = load(source, ref)
+            source, ids = recording_file_episodes(ref)
+            refs = [str(i) for i in ids]
+        loaded = [load(source, episode) for episode in refs]
     except AcpProxyError as error:
         report(str(error))
         sys.exit(EXIT_USAGE)
-    what = f"connection {target.connection_id}" + (f" ({target.label})" if target.label else "")
-    drive = Drive(frames, ignore)
-    del frames
-    recorder = _start_recorder(db_path, (time.monotonic_ns(), time.time_ns())) if record else None
     grace_ns = int(min(timeout, DEFAULT_GRACE) * 1e9)
-    try:
-        run(drive, argv, int(timeout * 1e9), grace_ns, recorder.tap if recorder else None)
-    except SpawnFailed as error:
-        report(str(error))
-        sys.exit(EXIT_USAGE)
-    text = drive_report(drive, what)
-    report(text)
-    status = EXIT_DIVERGED if drive.divergence is not None else 0
-    if recorder is not None:
-        recorder.tap.update(status="exited", ended_ns=time.time_ns(), exit_code=status)
-        if recorder.finish(FLUSH_DEADLINE) is None:
-            report(f"the run's recording is still being written (pid {recorder.pid})")
-    sys.exit(status)
+    for number, (target, frames) in enumerate(loaded, start=1):
+        what = f"connection {target.connection_id}"
+        what += f" ({target.label})" if target.label else ""
+        if len(loaded) > 1:
+            what = f"episode {number} of {len(loaded)} ({what})"
+        drive = Drive(frames, ignore)
+        clock_origin = (time.monotonic_ns(), time.time_ns())
+        recorder = _start_recorder(db_path, clock_origin) if record else None
+        try:
+            run(drive, argv, int(timeout * 1e9), grace_ns, recorder.tap if recorder else None)
+        except SpawnFailed as error:
+            report(str(error))
+            sys.exit(EXIT_USAGE)
+        text = drive_report(drive, what)
+        report(text)
+        status = EXIT_DIVERGED if drive.divergence is not None else 0
+        if recorder is not None:
+            recorder.tap.update(status="exited", ended_ns=time.time_ns(), exit_code=status)
+            if recorder.finish(FLUSH_DEADLINE) == "late":
+                report(f"the run's recording is still being written (pid {recorder.pid})")
+        if status:
+            sys.exit(status)
+    sys.exit(0)
 
 
 def _start_recorder(db_path: Path, clock_origin: tuple[int, int]) -> RecorderProcess:

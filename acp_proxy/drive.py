@@ -29,10 +29,10 @@ from typing import Any
 import orjson
 
 from .diffing import first_difference
-from .jsonrpc import id_key
-from .normalize import ID_KEYS, Normalizer, canonical
+from .normalize import Normalizer, canonical
 from .replay_placeholders import Bindings, has_placeholder
 from .replay_script import RecordedFrame
+from .replay_values import ValueMap
 
 CONTEXT = 3
 _NOT_JSON = object()
@@ -67,9 +67,8 @@ class Drive:
         self._next = 0
         self._recorded = Normalizer(ignore)
         self._live = Normalizer(ignore)
-        self._minted: dict[Any, Any] = {}  # recorded agent-minted id -> live value
-        self._requests: dict[tuple[str, Any], Any] = {}  # recorded agent request id -> live id
-        self._bindings = Bindings()
+        self.values = ValueMap()  # recorded minted ids and agent request ids -> live ones
+        self.bindings = Bindings()
         self._context: deque[str] = deque(maxlen=CONTEXT)
         self.divergence: Divergence | None = None
         self.sent = 0
@@ -151,32 +150,25 @@ class Drive:
         recorded_value = orjson.loads(expected)
         if not has_placeholder(recorded_value):
             return False
-        found = self._bindings.match(recorded_value, orjson.loads(actual))
+        found = self.bindings.match(recorded_value, orjson.loads(actual))
         if found is None:
             return False
-        self._bindings.bind(found)
+        self.bindings.bind(found)
         return True
 
     def _learn(self, recorded: Any, live: Any) -> None:
         """Ids the agent minted, and its request's live id, from a matching frame pair."""
-        _pair_ids(recorded, live, self._minted)
-        request = isinstance(recorded, dict) and "method" in recorded and "id" in recorded
-        if request and isinstance(live, dict) and "id" in live:
-            self._requests[id_key(recorded["id"])] = live["id"]
+        self.values.learn(recorded, live)
 
     def _client_frame(self, raw: bytes) -> bytes:
-        raw = self._bindings.substitute(raw)
+        raw = self.bindings.substitute(raw)
         if not raw.endswith(b"\n"):
             raw += b"\n"
         value = _parse(raw)
         if value is _NOT_JSON:
             self._context.append(f"client: {_text(raw)}")
             return raw
-        sent = _rewrite(value, self._minted)
-        if isinstance(sent, dict) and "method" not in sent and "id" in sent:
-            key = id_key(sent["id"])
-            if key in self._requests:
-                sent["id"] = self._requests[key]
+        sent = self.values.to_peer(value)
         self._recorded.message("client", value)
         normalized = self._live.message("client", sent)
         self._context.append(f"client: {canonical(normalized).decode()}")
@@ -187,34 +179,6 @@ class Drive:
         path: str | None = None,
     ) -> None:  # fmt: skip
         self.divergence = Divergence(reason, seq, expected, actual, path, tuple(self._context))
-
-
-def _pair_ids(recorded: Any, live: Any, found: dict[Any, Any]) -> None:
-    if isinstance(recorded, dict) and isinstance(live, dict):
-        for key, item in recorded.items():
-            if key not in live:
-                continue
-            if key in ID_KEYS and isinstance(item, str | int):
-                found.setdefault(item, live[key])
-            else:
-                _pair_ids(item, live[key], found)
-    elif isinstance(recorded, list) and isinstance(live, list):
-        for left, right in zip(recorded, live, strict=False):
-            _pair_ids(left, right, found)
-
-
-def _rewrite(value: Any, minted: dict[Any, Any]) -> Any:
-    """A copy of ``value`` with every recorded minted id replaced by its live value."""
-    if isinstance(value, dict):
-        return {
-            key: minted.get(item, item)
-            if key in ID_KEYS and isinstance(item, str | int)
-            else _rewrite(item, minted)
-            for key, item in value.items()
-        }
-    if isinstance(value, list):
-        return [_rewrite(item, minted) for item in value]
-    return value
 
 
 def report(drive: Drive, what: str) -> str:

@@ -44,7 +44,7 @@ def run(
     try:
         _loop(drive, process, timeout_ns, grace_ns, tap)
     finally:
-        returncode = _end(process, grace_ns / 1e9)
+        returncode = end_agent(process, grace_ns / 1e9)
     return returncode
 
 
@@ -126,7 +126,7 @@ def _pass_stderr(chunk: bytes, now: int, tap: PipeTap | None) -> None:
         os.write(2, chunk)
 
 
-def _end(process: subprocess.Popen[bytes], grace: float) -> int:
+def end_agent(process: subprocess.Popen[bytes], grace: float) -> int:
     """Close our ends, give the agent ``grace`` seconds, then SIGTERM, then SIGKILL."""
     if process.stdin is not None and not process.stdin.closed:
         with contextlib.suppress(OSError):

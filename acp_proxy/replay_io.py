@@ -32,7 +32,7 @@ from .wire import LineSplitter
 
 READ_SIZE = 65536
 _STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-_GONE = select.POLLERR | select.POLLHUP | select.POLLNVAL
+GONE = select.POLLERR | select.POLLHUP | select.POLLNVAL
 
 
 def serve(
@@ -45,7 +45,7 @@ def serve(
     clock: Callable[[], int] = time.monotonic_ns,
 ) -> None:
     """Run ``replay`` against the client on ``stdin_fd`` / ``stdout_fd`` until it is over."""
-    with _signal_pipe() as signals, _non_blocking(stdout_fd):
+    with signal_pipe() as signals, non_blocking(stdout_fd):
         _loop(replay, timeout_ns, (stdin_fd, stdout_fd, signals), tap, clock)
 
 
@@ -103,7 +103,7 @@ def _loop(
             if fd == signals:
                 signum = os.read(signals, 64)[-1]
                 replay.stop(f"ended by {signal.Signals(signum).name}")
-            elif fd == stdout_fd and event & _GONE and not event & select.POLLOUT:
+            elif fd == stdout_fd and event & GONE and not event & select.POLLOUT:
                 replay.stop("the client closed its end of the connection")
                 return
             elif fd == stdin_fd and reading:
@@ -124,7 +124,7 @@ def _loop(
 
 
 @contextlib.contextmanager
-def _signal_pipe() -> Iterator[int]:
+def signal_pipe() -> Iterator[int]:
     """A pipe that receives the number of each stopping signal (``signal.set_wakeup_fd``)."""
     read_fd, write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     previous = {signum: signal.signal(signum, _ignore) for signum in _STOPPING}
@@ -144,7 +144,7 @@ def _ignore(_signum: int, _frame: FrameType | None) -> None:
 
 
 @contextlib.contextmanager
-def _non_blocking(fd: int) -> Iterator[None]:
+def non_blocking(fd: int) -> Iterator[None]:
     flags = fcntl.fcntl(fd, fcntl.F_GETFL)
     fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
     try:

@@ -6,11 +6,19 @@ Rules:
   matched, why the replay ended, and whether anything diverged, with the first few notes.
 - The same text goes into the replay's own recording (``--record``) as a stderr line.
 - ``exit_status``: 0 when nothing diverged, 1 otherwise.
+- ``episodes_summary`` says the same of a replay that follows episodes (replay_episodes.py):
+  which episodes it followed and, when it went live, how the real agent was caught up and
+  what was relayed, or why catch-up failed.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .replay import Replay
+
+if TYPE_CHECKING:
+    from .replay_episodes import Episodes
 
 SHOWN_NOTES = 3
 
@@ -39,3 +47,27 @@ def summary(replay: Replay, what: str) -> str:
 
 def exit_status(replay: Replay) -> int:
     return 1 if replay.diverged else 0
+
+
+def episodes_summary(episodes: Episodes, what: str) -> str:
+    """The paragraph for a replay of ``what`` that follows episodes (see the module rules)."""
+    path = " then ".join(str(number) for number in episodes.path)
+    live = episodes.live
+    if live is None:
+        return summary(episodes.replay, f"{what}, episode {path}")
+    replayed = episodes.went_live_after or 0
+    text = (
+        f"replay of {what}: followed episode {path} for {replayed} client message(s); the "
+        "next one is in no recorded episode, so the conversation went live"
+    )
+    if live.failure is not None:
+        return (
+            f"{text}, but the real agent does not reproduce the recorded conversation up to "
+            f"there (re-record it): {live.failure}"
+        )
+    drive = live.drive
+    return (
+        f"{text}: the real agent was caught up ({drive.sent} client frame(s) sent, "
+        f"{drive.matched} agent frame(s) matched what the client was told), then "
+        f"{live.relayed} client frame(s) were relayed to it. No divergence."
+    )

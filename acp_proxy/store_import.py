@@ -1,9 +1,13 @@
 """``import``: load a JSONL export (export.py) into a recording database.
 
 Rules:
-- The import is one transaction: a bad line leaves the database as it was.
-- A new ``connection`` row is created (a new id); every other column, the ``uid`` included,
-  comes from the export, and every frame gets back its exact bytes and stored columns.
+- A file may hold several exports one after the other (a cassette with several episodes,
+  docs/testing.md): every line that is an export header starts the next connection. Frame
+  lines never hold a top-level ``"format"`` member, so only lines that do are read as headers.
+- The import is one transaction, whatever the number of connections: a bad line leaves the
+  database as it was.
+- A new ``connection`` row is created per export (a new id); every other column, the ``uid``
+  included, comes from the export, and every frame gets back its exact bytes and stored columns.
 - ``uid`` is unique: importing a connection the database already holds (the same file twice,
   or an export back into its own database) is refused, naming the connection that has it.
 - Only columns the schema has are written; an export naming others is refused.
@@ -55,10 +59,15 @@ def _record(number: int, line: bytes, frame_columns: list[str]) -> dict[str, Any
     return record
 
 
+def is_header(line: bytes) -> bool:
+    """Whether a line of an export file may be a header (see the module rules)."""
+    return b'"format"' in line and line.lstrip().startswith(b"{")
+
+
 def import_jsonl(
     db_path: Path, lines: Iterable[bytes], progress: Callable[[int], None] = lambda n: None
-) -> int:
-    """Import one export; returns the new connection id."""
+) -> list[int]:
+    """Import every export in ``lines``; returns the new connection ids, in file order."""
     db = connect(db_path)
     try:
         return _import(db, iter(lines), progress)
@@ -66,32 +75,41 @@ def import_jsonl(
         db.close()
 
 
-def _import(db: sqlite3.Connection, lines: Any, progress: Callable[[int], None]) -> int:
+def _header(number: int, line: bytes, columns: set[str]) -> dict[str, Any]:
+    try:
+        connection = header_of(line)
+    except ValueError as error:
+        raise ImportRefused(str(error) if number == 1 else f"line {number}: {error}") from error
+    unknown = set(connection) - columns
+    if unknown:
+        raise ImportRefused(f"unknown connection columns in the export: {sorted(unknown)}")
+    return connection
+
+
+def _import(db: sqlite3.Connection, lines: Any, progress: Callable[[int], None]) -> list[int]:
     first = next(lines, None)
     if first is None:
         raise ImportRefused("the file is empty")
-    try:
-        connection = header_of(first)
-    except ValueError as error:
-        raise ImportRefused(str(error)) from error
     connection_columns = set(_columns(db, "connection")) - {"id"}
     frame_columns = [c for c in _columns(db, "frame") if c not in ("id", "connection_id")]
-    unknown = set(connection) - connection_columns
-    if unknown:
-        raise ImportRefused(f"unknown connection columns in the export: {sorted(unknown)}")
+    connection = _header(1, first, connection_columns)
+    statement = _insert("frame", ["connection_id", *frame_columns])
+    ids: list[int] = []
     db.execute("BEGIN IMMEDIATE")
     try:
-        _refuse_if_held(db, connection["uid"])
-        names = list(connection)
-        cursor = db.execute(_insert("connection", names), [connection[n] for n in names])
-        connection_id = cursor.lastrowid
-        statement = _insert("frame", ["connection_id", *frame_columns])
+        ids.append(_start(db, connection))
         batch: list[list[Any]] = []
         for number, line in enumerate(lines, start=2):
             if not line.strip():
                 continue
+            if is_header(line):  # the next episode: its frames go to a connection of its own
+                db.executemany(statement, batch)
+                progress(len(batch))
+                batch = []
+                ids.append(_start(db, _header(number, line, connection_columns)))
+                continue
             record = _record(number, line, frame_columns)
-            batch.append([connection_id, *(record.get(c) for c in frame_columns)])
+            batch.append([ids[-1], *(record.get(c) for c in frame_columns)])
             if len(batch) >= BATCH:
                 db.executemany(statement, batch)
                 progress(len(batch))
@@ -105,5 +123,12 @@ def _import(db: sqlite3.Connection, lines: Any, progress: Callable[[int], None])
     except BaseException:
         db.execute("ROLLBACK")
         raise
-    assert connection_id is not None
-    return connection_id
+    return ids
+
+
+def _start(db: sqlite3.Connection, connection: dict[str, Any]) -> int:
+    _refuse_if_held(db, connection["uid"])
+    names = list(connection)
+    cursor = db.execute(_insert("connection", names), [connection[n] for n in names])
+    assert cursor.lastrowid is not None
+    return cursor.lastrowid
