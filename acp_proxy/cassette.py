@@ -1,14 +1,19 @@
-"""Cassettes: one recorded connection kept as a JSONL export file next to the tests.
+"""Cassettes: recorded connections (episodes) kept as a JSONL export file next to the tests.
 
 Rules:
-- A cassette is the project's JSONL export (docs/recording-format.md): ``acp-proxy import``
-  reads it back into any database, and ``replay`` and ``replay --to-agent`` take it as a REF.
-- ``save`` writes the last connection of a scratch database to the cassette, redacted by
-  default with the bug-report redaction (redact.py: placeholders ``[redacted:KIND:N]``, which
-  replay matches); when verification still finds something that looks secret, nothing is
-  written and ``CassetteError`` says what. The file is replaced whole (written beside, renamed).
+- A cassette is the project's JSONL export (docs/recording-format.md), or several of them one
+  after the other, one per episode (cassette_episodes.py): ``acp-proxy import`` reads every
+  episode back into any database, and ``replay`` and ``replay --to-agent`` take it as a REF.
+- ``exported`` is one connection of a scratch database as export bytes, redacted by default
+  with the bug-report redaction (redact.py: placeholders ``[redacted:KIND:N]``, which replay
+  matches); when verification still finds something that looks secret, ``CassetteError`` says
+  what and nothing is written.
+- ``save`` writes the last connection of a scratch database as the whole cassette; ``append``
+  adds an episode after the bytes already there, which stay as they are. Either way the file
+  is replaced whole (written beside, renamed).
 - ``outcome`` reads how a run recorded in a scratch database ended (its exit code and the
-  summary it wrote on stderr), for the pytest plugin's verdict on a replay.
+  summary it wrote on stderr): the first connection, which is the run's own; a replay that
+  went live records the live conversation after it (``later``).
 - No pytest here: pytest_plugin.py uses these.
 """
 
@@ -22,7 +27,7 @@ from pathlib import Path
 from . import store_read
 from .errors import AcpProxyError
 from .export import export
-from .store_check import scope
+from .store_check import all_connections, scope
 
 
 class CassetteError(AcpProxyError):
@@ -35,20 +40,40 @@ class Outcome:
     stderr: str  # what the run wrote on stderr (a replay's summary), decoded
 
 
-def _last(db_path: Path) -> tuple[store_read.Database, int]:
+def _open(db_path: Path, ref: str = "last") -> tuple[store_read.Database, int]:
     if not db_path.exists():
         raise CassetteError("nothing was recorded (the command was never run)")
     db = store_read.open_for_reading(db_path)
     try:
-        return db, scope(db, "last").connection_id
+        return db, scope(db, ref).connection_id
     except AcpProxyError as error:
         db.close()
         raise CassetteError(f"nothing was recorded: {error}") from error
 
 
 def save(db_path: Path, cassette: Path, *, redact: bool = True) -> None:
-    """Write the last connection of ``db_path`` to ``cassette`` (see the module rules)."""
-    db, connection_id = _last(db_path)
+    """Write the last connection of ``db_path`` as the whole ``cassette``."""
+    _replace(cassette, exported(db_path, "last", cassette, redact=redact))
+
+
+def append(cassette: Path, episode: bytes) -> None:
+    """Add ``episode`` (export bytes) after the episodes ``cassette`` holds."""
+    held = cassette.read_bytes()
+    if held and not held.endswith(b"\n"):
+        held += b"\n"
+    _replace(cassette, held + episode)
+
+
+def _replace(cassette: Path, data: bytes) -> None:
+    cassette.parent.mkdir(parents=True, exist_ok=True)
+    scratch = cassette.with_name(f".{cassette.name}.tmp")
+    scratch.write_bytes(data)
+    scratch.replace(cassette)
+
+
+def exported(db_path: Path, ref: str, cassette: Path, *, redact: bool = True) -> bytes:
+    """Connection ``ref`` of ``db_path`` as export bytes, redacted unless told not to."""
+    db, connection_id = _open(db_path, ref)
     out = io.BytesIO()
     try:
         if redact:
@@ -65,15 +90,21 @@ def save(db_path: Path, cassette: Path, *, redact: bool = True) -> None:
             export(db, connection_id, "jsonl", out)
     finally:
         db.close()
-    cassette.parent.mkdir(parents=True, exist_ok=True)
-    scratch = cassette.with_name(f".{cassette.name}.tmp")
-    scratch.write_bytes(out.getvalue())
-    scratch.replace(cassette)
+    return out.getvalue()
+
+
+def later(db_path: Path) -> list[int]:
+    """The connections recorded after the run's own (a replay's live part)."""
+    db, first = _open(db_path, "1")
+    try:
+        return [c for c in all_connections(db) if c > first]
+    finally:
+        db.close()
 
 
 def outcome(db_path: Path) -> Outcome:
-    """How the last run recorded in ``db_path`` ended."""
-    db, connection_id = _last(db_path)
+    """How the run recorded first in ``db_path`` ended."""
+    db, connection_id = _open(db_path, "1")
     try:
         code = store_read.connection_record(db, connection_id).get("exit_code")
         lines = [

@@ -6,18 +6,28 @@ Rules:
   cassette is ``cassettes/NAME.jsonl`` next to the test file (cassette.py).
 - Record modes, as in vcr.py, per test (``record_mode=`` on the marker) or for the run
   (``--acp-record-mode``; the marker wins): ``once`` (default: record when the cassette is
-  missing, replay otherwise), ``none`` (replay only; a missing cassette fails the test), ``all``
-  (always record anew, replacing the cassette).
+  missing, replay otherwise), ``new_episodes`` (replay what the cassette holds, record a
+  conversation it does not hold as one more episode; a missing cassette is recorded as in
+  ``once``), ``none`` (replay only; a missing cassette fails the test), ``all`` (always record
+  anew, replacing the cassette).
+- A cassette may hold several episodes (recorded connections); replay follows the one the
+  client's conversation matches, and ``replay --to-agent`` drives every one.
 - ``acp_agent_command`` (testing a client): an argv to use as the client's agent command. It
   replays the cassette (``acp-proxy replay``, recorded into a scratch database); after the test,
   a replay that diverged (the client sent something the cassette does not hold, or stopped
   early) fails it with replay's summary. When recording, it runs ``acp-proxy record`` around
   the real agent (``agent=`` on the marker, or the ``acp_real_agent`` fixture), and the cassette
-  is written after the test.
+  is written after the test. In ``new_episodes`` the replay is given the real agent too
+  (``replay --go-live``): a conversation no episode holds goes on with it, caught up with
+  what the client was told, and is appended to the cassette after the test; a real agent
+  that does not reproduce what the client was told fails the test.
 - ``acp_agent_driver`` (testing an agent): a callable that runs ``replay --to-agent`` on the
   cassette against an agent command and fails the test naming the first differing frame, with
   expected and actual. When recording, it needs ``client=``: a client argv that takes the agent
   command as its last arguments; the client talks to the agent through ``acp-proxy record``.
+  In ``new_episodes`` every episode is driven, then the client (if given) is run too: its
+  conversation is appended when its client side is in no episode, and must match the episode
+  whose client side it repeats otherwise.
 - Cassettes are redacted by default (``redact=False`` on the marker keeps them as recorded).
 - Child commands run as ``sys.executable -m acp_proxy``; every wait has a timeout.
 """
@@ -33,9 +43,10 @@ from pathlib import Path
 
 import pytest
 
-from .cassette import CassetteError, outcome, save
+from .cassette import CassetteError, append, exported, later, outcome, save
 
-MODES = ("once", "none", "all")
+MODES = ("once", "new_episodes", "none", "all")
+RERECORD = 're-record the cassette with record_mode="all" if the agent changed on purpose'
 PROXY = (sys.executable, "-m", "acp_proxy")
 DEFAULT_TIMEOUT = 30.0
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -47,7 +58,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("acp-proxy")
     group.addoption(
         "--acp-record-mode", choices=MODES, default=None,
-        help="Record mode for ACP cassettes (once, none, all); a test's marker wins.",
+        help="Record mode for ACP cassettes (once, new_episodes, none, all); a test's "
+        "marker wins.",
     )  # fmt: skip
 
 
@@ -109,13 +121,26 @@ def acp_agent_command(
         yield [*PROXY, "record", "--db", str(cassette.db), "--", *acp_real_agent]
         _save(cassette)
         return
-    yield [*PROXY, "replay", str(cassette.path), "--record", "--db", str(cassette.db)]
+    argv = [*PROXY, "replay", str(cassette.path), "--record", "--db", str(cassette.db)]
+    if cassette.mode == "new_episodes" and acp_real_agent:
+        argv += ["--go-live", "--", *acp_real_agent]
+    yield argv
     try:
         ended = outcome(cassette.db)
+        new = later(cassette.db)
     except CassetteError as error:
         pytest.fail(f"replay of {cassette.path}: {error}", pytrace=False)
     if ended.exit_code != 0:
-        pytest.fail(f"the client diverged from {cassette.path}:\n{ended.stderr}", pytrace=False)
+        hint = ""
+        if "does not reproduce" in ended.stderr:
+            hint = f"\nThe real agent does not reproduce the recorded prefix: {RERECORD}."
+        elif cassette.mode == "new_episodes" and not acp_real_agent:
+            hint = "\nnew_episodes records a new conversation only when a real agent is given."
+        pytest.fail(
+            f"the client diverged from {cassette.path}:\n{ended.stderr}{hint}", pytrace=False
+        )
+    for connection in new:
+        _append(cassette, str(connection))
 
 
 @pytest.fixture
@@ -140,8 +165,37 @@ def acp_agent_driver(acp_cassette: Cassette) -> Driver:
             pytest.fail(f"{cassette.path}:\n{summary[max(start, 0) :]}", pytrace=False)
         if done.returncode != 0:
             pytest.fail(f"replay --to-agent failed ({done.returncode}):\n{summary}", pytrace=False)
+        if cassette.mode == "new_episodes" and client:
+            _new_episode(cassette, agent, client, client_input, ignore, timeout)
 
     return drive
+
+
+def _new_episode(
+    cassette: Cassette, agent: Sequence[str], client: Sequence[str], client_input: bytes,
+    ignore: Sequence[str], timeout: float,
+) -> None:  # fmt: skip
+    """Run ``client`` against ``agent``; append its conversation if no episode holds it."""
+    from .cassette_episodes import repeats, split
+    from .check_report import render_diff_text
+
+    _run_client(cassette, agent, client, client_input, timeout)
+    try:
+        new = exported(cassette.db, "last", cassette.path, redact=cassette.redact)
+    except CassetteError as error:
+        pytest.fail(f"cassette {cassette.path}: {error}", pytrace=False)
+    repeated = repeats(new, split(cassette.path.read_bytes()), ignore)
+    if repeated is None:
+        append(cassette.path, new)
+        return
+    if not repeated.diff.equal:
+        episode = f"episode {repeated.episode + 1}"
+        shown = render_diff_text(repeated.diff, (episode, "this run"))
+        pytest.fail(
+            f"{cassette.path}: the client repeated {episode}, but the agent answered "
+            f"differently:\n{shown}",
+            pytrace=False,
+        )
 
 
 def _record_with_client(
@@ -153,6 +207,14 @@ def _record_with_client(
             f"cassette {cassette.path} must be recorded (mode {cassette.mode}): give "
             "acp_agent_driver a client= command to record the conversation with"
         )
+    _run_client(cassette, agent, client, client_input, timeout)
+    _save(cassette)
+
+
+def _run_client(
+    cassette: Cassette, agent: Sequence[str], client: Sequence[str], client_input: bytes,
+    timeout: float,
+) -> None:  # fmt: skip
     recorder = [*PROXY, "record", "--db", str(cassette.db), "--", *agent]
     done = _run([*client, *recorder], client_input, timeout)
     if done.returncode != 0:
@@ -160,7 +222,6 @@ def _record_with_client(
             f"recording {cassette.path}: the client exited with {done.returncode}:\n"
             f"{done.stderr.decode('utf-8', 'replace')}"
         )
-    _save(cassette)
 
 
 def _run(argv: Sequence[str], stdin: bytes, timeout: float) -> subprocess.CompletedProcess[bytes]:
@@ -171,6 +232,13 @@ def _run(argv: Sequence[str], stdin: bytes, timeout: float) -> subprocess.Comple
         )
     except subprocess.TimeoutExpired:
         pytest.fail(f"{' '.join(argv)} did not finish within {timeout * 2:g}s")
+
+
+def _append(cassette: Cassette, ref: str) -> None:
+    try:
+        append(cassette.path, exported(cassette.db, ref, cassette.path, redact=cassette.redact))
+    except CassetteError as error:
+        pytest.fail(f"cassette {cassette.path}: {error}", pytrace=False)
 
 
 def _save(cassette: Cassette) -> None:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from .cassette_episodes import is_header
 from .errors import AcpProxyError
 from .export import frame_of, header_of
 from .store import connect
@@ -57,11 +58,6 @@ def _record(number: int, line: bytes, frame_columns: list[str]) -> dict[str, Any
     if extra:
         raise ImportRefused(f"line {number}: unknown frame columns {sorted(extra)}")
     return record
-
-
-def is_header(line: bytes) -> bool:
-    """Whether a line of an export file may be a header (see the module rules)."""
-    return b'"format"' in line and line.lstrip().startswith(b"{")
 
 
 def import_jsonl(

@@ -5,12 +5,17 @@ Modes (standard library only):
   ``agent_message_chunk`` "Hello" and ``stopReason: end_turn``;
 - ``text``: the chunk says "Goodbye" instead;
 - ``missing``: no chunk at all;
-- ``extra``: asks ``session/request_permission`` before the chunk (and waits for the answer).
+- ``extra``: asks ``session/request_permission`` before the chunk (and waits for the answer);
+- ``renamed``: as ``same``, but its ``initialize`` result names the agent (``agentInfo``).
+
+``DRIFT_SESSION`` (default ``s-1``) is the session id it mints, so that two runs can mint
+different ones, as real agents do.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 
@@ -24,10 +29,16 @@ def main(mode: str) -> None:
         message = json.loads(line)
         method, rpc_id = message.get("method"), message.get("id")
         if method == "initialize":
-            result = {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}
+            result: dict[str, object] = {
+                "protocolVersion": 1,
+                "agentCapabilities": {},
+                "authMethods": [],
+            }
+            if mode == "renamed":
+                result["agentInfo"] = {"name": "drift", "version": "2"}
             send({"id": rpc_id, "result": result})
         elif method == "session/new":
-            send({"id": rpc_id, "result": {"sessionId": "s-1"}})
+            send({"id": rpc_id, "result": {"sessionId": os.environ.get("DRIFT_SESSION", "s-1")}})
         elif method == "session/prompt":
             session = message["params"]["sessionId"]
             if mode == "extra":
