@@ -49,7 +49,8 @@ def split(data: bytes) -> list[bytes]:
         if position and is_header(line):
             starts.append(position)
         position += len(line)
-    return [data[start:end] for start, end in zip(starts, [*starts[1:], len(data)], strict=True)]
+    ends = [*starts[1:], len(data)] if starts else []
+    return [data[start:end] for start, end in zip(starts, ends, strict=True)]
 
 
 def rows(episode: bytes) -> Iterator[Row]:
