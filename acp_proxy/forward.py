@@ -27,7 +27,7 @@ import time
 
 from .acp import Direction
 from .stderr import Reporter
-from .tap import PipeTap
+from .tap import Tap
 
 CHUNK_SIZE = 1024 * 1024  # as large as the pipes the agent writes into
 
@@ -41,7 +41,7 @@ def _write_all(fd: int, data: memoryview) -> None:
 
 
 def pump(
-    source: int, destination: int, direction: Direction, tap: PipeTap, stop_fd: int,
+    source: int, destination: int, direction: Direction, tap: Tap, stop_fd: int,
     report: Reporter,
 ) -> None:  # fmt: skip
     """Forward ``source`` to ``destination`` chunk by chunk until EOF or stop; tap each chunk.
@@ -104,7 +104,7 @@ class Forwarding:
     def __init__(
         self,
         process: subprocess.Popen[bytes],
-        tap: PipeTap,
+        tap: Tap,
         report: Reporter,
         *,
         client_in: int = 0,
@@ -134,7 +134,7 @@ class Forwarding:
             thread.start()
 
     def _forward_up(
-        self, source: int, destination: int, direction: Direction, tap: PipeTap, report: Reporter
+        self, source: int, destination: int, direction: Direction, tap: Tap, report: Reporter
     ) -> None:
         try:
             pump(source, destination, direction, tap, self._stop_read, report)

@@ -3,18 +3,18 @@
 Rules:
 - ``start_recorder_process`` forks right after the agent is spawned, while the proxy has no
   threads yet (forking a threaded process is unsafe) and has imported little (a small parent
-  makes a small child). The child is the recorder; the parent keeps only the write end of the
-  tap pipe (a ``PipeTap``). What to record arrives later, as a ``CONFIG`` message.
+  makes a small child). The child is the recorder; the parent keeps only the writing end of
+  the tap (a ``Tap``: see tap.py). What to record arrives later, as a ``CONFIG`` message.
 - Why a process and not a thread: framing, JSON parsing and SQLite binding are Python work
   that holds the interpreter lock; in a thread they stall the forwarding threads (measured:
   see docs/performance.md). In a process of its own the recorder has its own lock and core.
 - The child closes everything that belongs to the conversation (the agent's pipes, the
   client's stdin and stdout), so it can never keep a peer from seeing end of file. It keeps
   stderr for its own one-line reports. It ignores SIGINT, SIGTERM and SIGHUP: it ends when the
-  tap pipe closes, after committing everything it has read, even if the proxy was killed.
-- In the child, one thread reads the pipe into the recorder's queue (memory, then a spill file:
-  see chunk_queue.py), so the pipe stays drained and forwarding does not wait while SQLite
-  commits; the main thread records, in the idle scheduling class (it yields the core to
+  tap closes, after committing everything it has read, even if the proxy was killed.
+- In the child, one thread reads the tap into the recorder's queue (memory, then a spill file:
+  see chunk_queue.py), so the tap's ring stays drained and forwarding does not wait while
+  SQLite commits; the main thread records, in the idle scheduling class (it yields the core to
   forwarding and to the peers at once), while the reading thread keeps normal priority.
 - When everything is committed the child tells the proxy through a second pipe (the proxy
   then exits), and only then runs its final WAL checkpoint: housekeeping never delays the
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from .spawn import enlarge_pipe
 from .stderr import Reporter
-from .tap import CHUNK, CONFIG, UPDATE, PipeTap, TapReader, decode_json
+from .tap import CHUNK, CONFIG, UPDATE, Channel, Tap, TapReader, decode_json
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -45,7 +45,7 @@ RECORDER_NICENESS = 10
 class RecorderProcess:
     """The parent's handle on the recorder process."""
 
-    def __init__(self, pid: int, tap: PipeTap, committed_fd: int) -> None:
+    def __init__(self, pid: int, tap: Tap, committed_fd: int) -> None:
         self.pid = pid
         self.tap = tap
         self._committed_fd = committed_fd
@@ -74,24 +74,24 @@ def start_recorder_process(
 
     The recorder learns where and what to record from a ``CONFIG`` message (``tap.configure``).
     """
-    read_fd, write_fd = os.pipe()
+    channel = Channel()
+    if channel.shared is None:
+        enlarge_pipe(channel.write_fd)  # the pipe carries the chunks themselves
     committed_read, committed_write = os.pipe()
-    enlarge_pipe(write_fd)
     pid = os.fork()
     if pid == 0:  # the recorder process
         status = 70
         try:
-            os.close(write_fd)
+            reader = channel.reader()
             os.close(committed_read)
             _leave_the_conversation(conversation_fds)
-            status = record_from_pipe(read_fd, clock_origin, report, committed_write)
+            status = record_from_tap(reader, clock_origin, report, committed_write)
         except BaseException as error:  # the child must never return into the parent's code
             report(f"the recorder failed: {type(error).__name__}: {error}")
         finally:
             os._exit(status)
-    os.close(read_fd)
     os.close(committed_write)
-    return RecorderProcess(pid, PipeTap(write_fd), committed_read)
+    return RecorderProcess(pid, channel.writer(), committed_read)
 
 
 def _leave_the_conversation(fds: Iterable[int]) -> None:
@@ -122,8 +122,8 @@ def _yield_to_forwarding() -> None:
             os.nice(RECORDER_NICENESS)
 
 
-def record_from_pipe(
-    read_fd: int, clock_origin: tuple[int, int], report: Reporter, committed_fd: int
+def record_from_tap(
+    tap: TapReader, clock_origin: tuple[int, int], report: Reporter, committed_fd: int
 ) -> int:
     """The recorder process's work: read the tap until EOF, record, return the exit status.
 
@@ -152,7 +152,7 @@ def record_from_pipe(
 
     def read_tap() -> None:
         try:
-            for kind, direction, mono_ns, payload in TapReader(read_fd).messages():
+            for kind, direction, mono_ns, payload in tap.messages():
                 if kind == CHUNK:
                     queue.put(direction, mono_ns, payload)
                 elif kind == UPDATE:
@@ -171,7 +171,7 @@ def record_from_pipe(
     reader = threading.Thread(target=read_tap, name="acp-proxy tap reader", daemon=True)
     reader.start()
     # Only this thread (framing, parsing, SQLite) steps aside; the reader keeps its normal
-    # priority, so the tap pipe is drained promptly and forwarding never waits on it.
+    # priority, so the tap is drained promptly and forwarding never waits on it.
     _yield_to_forwarding()
     configured.wait()
     if not settings:

@@ -1,13 +1,32 @@
-"""The tap: how forwarded chunks reach the recorder process, through one pipe.
+"""The tap: how forwarded chunks reach the recorder process, through a shared-memory ring.
 
 Rules:
-- The forwarding threads call ``PipeTap.put`` with each chunk just before they write it on.
-  ``put`` writes a 14-byte header and the chunk to the pipe under a lock (several threads share
-  the pipe, and writes larger than PIPE_BUF are not atomic), so the order of messages in the
-  pipe is the order of the timeline.
-- ``put`` only waits when the pipe is full, i.e. when the recorder process is further behind
-  than its own byte bound (see recorder.py): that is the documented backpressure.
-- If the recorder process is gone (EPIPE), ``put`` stops sending and forwarding goes on.
+- The forwarding threads call ``Tap.put_view`` with each chunk just before they write it on.
+  ``put_view`` copies a 16-byte header and the chunk into a ring buffer shared with the
+  recorder process (an anonymous ``MAP_SHARED`` mapping made before the fork) and then
+  publishes the new write position. All of it happens under one lock, so the order of records
+  in the ring is the order of the timeline. No system call on this path while the recorder
+  is awake: that is the point (a pipe write per chunk cost more than the forwarding itself).
+- Positions are byte counts since the start (they only grow); a record may wrap around the
+  end of the ring. The writer publishes ``write`` after the bytes are in place; the reader
+  publishes ``read`` after it has copied a record out. Each is one aligned 64-bit word, stored
+  and loaded whole (a native ``memoryview`` item). The protocol relies on the processor
+  keeping stores in order and loads in order (x86-64's memory model); ``ring_supported`` says
+  where that holds, and elsewhere the same records go through a plain pipe instead
+  (``PipeChannel``), with the same reader.
+- Waking the reader: it polls the ring every ``ACTIVE_POLL_SECONDS`` while traffic flows (a
+  burst of chunks costs it one wake-up, and the writers nothing); after ``IDLE_SECONDS``
+  without data it raises the ``sleeping`` word and waits on the wake pipe, and a writer that
+  sees the word raised writes one byte there. The two checks can cross (a store can overtake
+  a load); a missed wake-up costs at most ``SLEEP_SECONDS`` of recording delay, never a
+  forwarded byte.
+- ``put_view`` waits only when the ring is full, i.e. when the recorder's reader thread is
+  starved or the recorder's own queue is at its bound (see chunk_queue.py): that is the
+  documented backpressure. If the recorder process is gone (the wake pipe reports an error or
+  EPIPE), the tap stops sending and forwarding goes on.
+- ``close`` closes the wake pipe; the reader takes what is published and ends. If the proxy
+  is killed, the pipe closes all the same: every record published (every chunk that was
+  forwarded) is still read; a record cut short by the proxy's death was never published.
 - Messages: ``CHUNK`` (direction, monotonic ns, bytes; empty bytes = end of that stream),
   ``UPDATE`` (JSON object of connection columns, e.g. the agent's exit status) and ``CONFIG``
   (JSON: where and what to record; it may come after the first chunks, because forwarding
@@ -17,7 +36,9 @@ Rules:
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
+import select
 import struct
 import threading
 import time
@@ -26,29 +47,107 @@ from typing import Any
 
 from .acp import Direction
 
-HEADER = struct.Struct("<BBQI")  # kind, direction, monotonic ns, payload length
+HEADER = struct.Struct("=BBxxIQ")  # kind, direction, (padding), payload length, monotonic ns
 CHUNK, UPDATE, CONFIG = 1, 2, 3
 DIRECTION_CODES = {Direction.CLIENT_TO_AGENT: 0, Direction.AGENT_TO_CLIENT: 1,
                    Direction.AGENT_STDERR: 2}  # fmt: skip
 DIRECTIONS_BY_CODE = {code: direction for direction, code in DIRECTION_CODES.items()}
 
+# The largest chunk a forwarding thread reads (forward.CHUNK_SIZE) must fit in the ring. The
+# ring counts in the resident memory of both processes once written over, so it stays small:
+# the recorder's reader thread empties it at memory speed into its own bounded queue.
+RING_BYTES = 2 * 1024 * 1024
+MAX_CHUNK = 1024 * 1024
+_CONTROL_BYTES = 4096  # the control words, each on its own cache line, before the data
+_WRITE, _READ, _SLEEPING = 0, 8, 16  # indices of 64-bit words in the control area
 
-class PipeTap:
+ACTIVE_POLL_SECONDS = 0.002
+IDLE_SECONDS = 0.2
+SLEEP_SECONDS = 0.05
+_FULL_POLL_MS = 1
+
+
+def ring_supported() -> bool:
+    """Whether this processor orders plain stores and loads as the ring needs (see rules)."""
+    return os.uname().machine.lower() in ("x86_64", "amd64")
+
+
+def _padded(length: int) -> int:
+    return (length + 7) & ~7  # records start on 8-byte boundaries
+
+
+class Channel:
+    """Both ends of the tap, made before the fork; each process keeps one end."""
+
+    def __init__(self, *, ring: bool | None = None, ring_bytes: int = RING_BYTES) -> None:
+        use_ring = ring_supported() if ring is None else ring
+        if ring_bytes % 8 or ring_bytes < HEADER.size + MAX_CHUNK:
+            raise ValueError("the ring must hold the largest chunk and be a multiple of 8")
+        self.ring_bytes = ring_bytes
+        self.shared = mmap.mmap(-1, _CONTROL_BYTES + ring_bytes) if use_ring else None
+        self.read_fd, self.write_fd = os.pipe()
+
+    def writer(self) -> Tap:
+        """The proxy's end (closes the reader's end of the pipe in this process)."""
+        os.close(self.read_fd)
+        if self.shared is None:
+            return Tap(self.write_fd)
+        return Tap(self.write_fd, self.shared, self.ring_bytes)
+
+    def reader(self) -> TapReader:
+        """The recorder's end (closes the writer's end of the pipe in this process)."""
+        os.close(self.write_fd)
+        return TapReader(self.read_fd, self.shared, self.ring_bytes)
+
+
+class Tap:
     """The forwarding side of the tap (any thread)."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, shared: mmap.mmap | None = None, ring_bytes: int = 0) -> None:
         self._fd = fd
         self._lock = threading.Lock()
         self._open = True
+        self._shared = shared
+        self._capacity = ring_bytes
+        self._half = ring_bytes // 2
+        self._pack_into = HEADER.pack_into
+        if shared is not None:
+            self._words = memoryview(shared).cast("Q")
+            self._data = memoryview(shared)[_CONTROL_BYTES:]
+            self._write = 0
+            os.set_blocking(fd, False)  # a wake-up byte never waits: one pending is enough
+            self._poller = select.poll()
+            self._poller.register(fd, 0)  # errors only: the recorder has gone
+        self.full_waits = 0
 
     def put(self, direction: Direction, mono_ns: int, chunk: bytes) -> None:
         """Send one forwarded chunk (``b""`` marks the end of that direction's stream)."""
         self.put_view(direction, mono_ns, memoryview(chunk))
 
     def put_view(self, direction: Direction, mono_ns: int, chunk: memoryview) -> None:
-        """``put`` for a view into the forwarding thread's buffer (copied into the pipe)."""
-        header = HEADER.pack(CHUNK, DIRECTION_CODES[direction], mono_ns, len(chunk))
-        self._send(header, chunk)
+        """``put`` for a view into the forwarding thread's buffer (copied into the tap).
+
+        The common case (the ring, a chunk that fits without wrapping, room in the ring) is
+        written out inline: it runs once per forwarded chunk.
+        """
+        size = len(chunk)
+        with self._lock:
+            if self._shared is not None and size <= MAX_CHUNK and self._open:
+                start = self._write
+                end = start + HEADER.size + ((size + 7) & ~7)
+                offset = start % self._capacity
+                words = self._words
+                read = words[_READ]
+                if offset + HEADER.size + size <= self._capacity and end - read <= self._capacity:
+                    self._pack_into(self._data, offset, CHUNK, DIRECTION_CODES[direction],
+                                    size, mono_ns)  # fmt: skip
+                    self._data[offset + HEADER.size : offset + HEADER.size + size] = chunk
+                    self._write = end
+                    words[_WRITE] = end  # published
+                    if words[_SLEEPING] or start - read <= self._half < end - read:
+                        self._wake()
+                    return
+        self._send(CHUNK, DIRECTION_CODES[direction], mono_ns, chunk)
 
     def update(self, **columns: Any) -> None:
         """Ask the recorder to set connection columns (agent pid, exit status ...)."""
@@ -61,62 +160,182 @@ class PipeTap:
     def _send_json(self, kind: int, value: dict[str, Any]) -> None:
         import orjson  # not needed before the first message of this kind: keep start-up light
 
-        payload = orjson.dumps(value)
-        self._send(HEADER.pack(kind, 0, 0, len(payload)), payload)
+        self._send(kind, 0, 0, memoryview(orjson.dumps(value)))
 
     def close(self) -> None:
-        """No more messages: the recorder finishes once it has read what is in the pipe."""
+        """No more messages: the recorder finishes once it has read what was sent."""
         with self._lock:
-            if self._open:
-                self._open = False
-                with contextlib.suppress(OSError):
-                    os.close(self._fd)
+            self._stop()
 
-    def _send(self, header: bytes, payload: bytes | memoryview) -> None:
+    def _stop(self) -> None:
+        if self._open:
+            self._open = False
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+
+    def _send(self, kind: int, code: int, mono_ns: int, payload: memoryview) -> None:
         with self._lock:
             if not self._open:
                 return
-            try:
-                written = os.writev(self._fd, (header, payload))
-                total = len(header) + len(payload)
-                if written < total:  # a signal interrupted a large write: finish it
-                    rest = memoryview(header + bytes(payload))[written:]
-                    while rest:
-                        rest = rest[os.write(self._fd, rest) :]
-            except OSError:
-                # The recorder process is gone; it has said why. Forwarding goes on.
-                self._open = False
-                with contextlib.suppress(OSError):
-                    os.close(self._fd)
+            if self._shared is None:
+                self._send_by_pipe(HEADER.pack(kind, code, len(payload), mono_ns), payload)
+                return
+            if len(payload) > MAX_CHUNK and kind != CHUNK:
+                raise ValueError(f"a tap message holds at most {MAX_CHUNK} bytes")
+            # A chunk larger than the ring allows (replay hands over whole frames) goes in
+            # pieces: the recorder reads chunks as one stream per direction.
+            for start in range(0, len(payload), MAX_CHUNK) if payload else (0,):
+                if self._open:
+                    self._send_by_ring(kind, code, mono_ns, payload[start : start + MAX_CHUNK])
+
+    def _send_by_ring(self, kind: int, code: int, mono_ns: int, payload: memoryview) -> None:
+        size = len(payload)
+        capacity = self._capacity
+        start = self._write
+        end = start + HEADER.size + _padded(size)
+        words = self._words
+        read = words[_READ]
+        if end - read > capacity:
+            if not self._wait_for_room(end):
+                return
+            read = words[_READ]
+        offset = start % capacity
+        if offset + HEADER.size + size <= capacity:  # the usual case: no wrapping
+            HEADER.pack_into(self._data, offset, kind, code, size, mono_ns)
+            self._data[offset + HEADER.size : offset + HEADER.size + size] = payload
+        else:
+            self._copy_in(start, HEADER.pack(kind, code, size, mono_ns))
+            self._copy_in(start + HEADER.size, payload)
+        self._write = end
+        words[_WRITE] = end  # published: the reader may take the record from now on
+        # Wake the reader if it sleeps, or when this record fills the ring past half: it
+        # may be between two looks, and the rest of a burst must not wait for the next one.
+        if words[_SLEEPING] or start - read <= self._half < end - read:
+            self._wake()
+
+    def _copy_in(self, position: int, data: bytes | memoryview) -> None:
+        offset = position % self._capacity
+        first = min(len(data), self._capacity - offset)
+        self._data[offset : offset + first] = data[:first]
+        if first < len(data):  # the record wraps around the end of the ring
+            self._data[: len(data) - first] = data[first:]
+
+    def _wait_for_room(self, end: int) -> bool:
+        """Wait until the reader has made room up to ``end``; False if it is gone."""
+        self.full_waits += 1
+        while end - self._words[_READ] > self._capacity:
+            self._wake()  # in case it is asleep and missed the last wake-up
+            if not self._open or self._poller.poll(_FULL_POLL_MS):  # POLLERR: reader gone
+                self._stop()
+                return False
+        return True
+
+    def _wake(self) -> None:
+        try:
+            os.write(self._fd, b"\x00")
+        except BlockingIOError:
+            pass  # wake-up bytes are already waiting: the reader will look
+        except OSError:
+            self._stop()  # the recorder process is gone; it has said why
+
+    def _send_by_pipe(self, header: bytes, payload: memoryview) -> None:
+        try:
+            written = os.writev(self._fd, (header, payload))
+            total = len(header) + len(payload)
+            if written < total:  # a signal interrupted a large write: finish it
+                rest = memoryview(header + bytes(payload))[written:]
+                while rest:
+                    rest = rest[os.write(self._fd, rest) :]
+        except OSError:
+            self._stop()  # the recorder process is gone; it has said why
+
+
+Message = tuple[int, Direction, int, bytes]  # kind, direction, monotonic ns, payload
 
 
 class TapReader:
-    """The recorder side of the tap: yields messages until the pipe is closed.
+    """The recorder side of the tap: yields messages until the writer has closed its end."""
 
-    Reads whatever the pipe holds (up to ``READ_SIZE``) and cuts messages out of it, so a
-    burst of small chunks costs one read, not two per chunk.
-    """
+    PIPE_READ_SIZE = 1024 * 1024
 
-    READ_SIZE = 1024 * 1024
-    COALESCE_BELOW = 64 * 1024
-    COALESCE_SECONDS = 0.002
-
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, shared: mmap.mmap | None = None, ring_bytes: int = 0) -> None:
         self._fd = fd
+        self._shared = shared
+        self._capacity = ring_bytes
 
-    def messages(self) -> Iterator[tuple[int, Direction, int, bytes]]:
-        """``(kind, direction, mono_ns, payload)`` in pipe order; ends at EOF."""
+    def messages(self) -> Iterator[Message]:
+        """``(kind, direction, mono_ns, payload)`` in the writers' order; ends at end of file."""
+        if self._shared is None:
+            yield from self._from_pipe()
+        else:
+            yield from self._from_ring(self._shared)
+
+    def _from_ring(self, shared: mmap.mmap) -> Iterator[Message]:
+        words = memoryview(shared).cast("Q")
+        data = memoryview(shared)[_CONTROL_BYTES:]
+        unpack = HEADER.unpack_from
+        capacity = self._capacity
+        position = 0
+        last_data = time.monotonic()
+        poller = select.poll()
+        poller.register(self._fd, select.POLLIN)
+        ended = False
+        while True:
+            published = words[_WRITE]
+            if position < published:
+                while position < published:
+                    offset = position % capacity
+                    if capacity - offset >= HEADER.size:
+                        header: bytes | memoryview = data[offset : offset + HEADER.size]
+                    else:
+                        header = self._copy_out(data, position, HEADER.size)
+                    kind, code, length, mono_ns = unpack(header)
+                    start = (offset + HEADER.size) % capacity
+                    if start + length <= capacity:
+                        payload = shared[_CONTROL_BYTES + start : _CONTROL_BYTES + start + length]
+                    else:
+                        payload = self._copy_out(data, position + HEADER.size, length)
+                    position += HEADER.size + _padded(length)
+                    words[_READ] = position  # copied out: room for the writers
+                    direction = DIRECTIONS_BY_CODE.get(code, Direction.AGENT_STDERR)
+                    yield kind, direction, mono_ns, payload
+                last_data = time.monotonic()
+            elif ended:  # the writer closed its end after its last record: all is read
+                return
+            elif time.monotonic() - last_data < IDLE_SECONDS:
+                ended = self._wait(poller, ACTIVE_POLL_SECONDS)
+            else:
+                words[_SLEEPING] = 1
+                if words[_WRITE] == position:
+                    ended = self._wait(poller, SLEEP_SECONDS)
+                words[_SLEEPING] = 0
+
+    def _wait(self, poller: select.poll, seconds: float) -> bool:
+        """Wait for a wake-up byte or the timeout; True once the writer has closed its end."""
+        if not poller.poll(seconds * 1000):
+            return False
+        try:
+            return not os.read(self._fd, 4096)  # wake-up bytes are consumed; b"" is the end
+        except OSError:
+            return True
+
+    def _copy_out(self, data: memoryview, position: int, length: int) -> bytes:
+        offset = position % self._capacity
+        first = min(length, self._capacity - offset)
+        return bytes(data[offset : offset + first]) + bytes(data[: length - first])
+
+    def _from_pipe(self) -> Iterator[Message]:
         buffer = b""
         header_size = HEADER.size
         unpack = HEADER.unpack_from
         while True:
-            data = os.read(self._fd, self.READ_SIZE)
+            data = os.read(self._fd, self.PIPE_READ_SIZE)
             if not data:
                 return  # a message cut short by the proxy's death is dropped
             buffer = buffer + data if buffer else data
             start = 0
             while len(buffer) - start >= header_size:
-                kind, code, mono_ns, length = unpack(buffer, start)
+                kind, code, length, mono_ns = unpack(buffer, start)
                 end = start + header_size + length
                 if end > len(buffer):
                     break
@@ -124,10 +343,10 @@ class TapReader:
                 yield kind, DIRECTIONS_BY_CODE.get(code, Direction.AGENT_STDERR), mono_ns, payload
                 start = end
             buffer = buffer[start:]
-            if len(data) < self.COALESCE_BELOW:
+            if len(data) < 64 * 1024:
                 # A trickle (interactive traffic): let it gather for a moment, so that the
                 # forwarding threads do not wake this process for every single chunk.
-                time.sleep(self.COALESCE_SECONDS)
+                time.sleep(ACTIVE_POLL_SECONDS)
 
 
 def decode_json(payload: bytes) -> dict[str, Any]:
@@ -135,3 +354,6 @@ def decode_json(payload: bytes) -> dict[str, Any]:
 
     value = orjson.loads(payload)
     return value if isinstance(value, dict) else {}
+
+
+PipeTap = Tap  # the name replay_io.py and drive_io.py still use (removed once they move)

@@ -1,0 +1,194 @@
+"""The tap (tap.py): every record arrives whole and in order, through the ring or the pipe,
+however the records fall against the end of the ring, and neither side can hang the other."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from acp_proxy import tap
+from acp_proxy.acp import Direction
+from acp_proxy.tap import CHUNK, CONFIG, MAX_CHUNK, UPDATE, Channel, Message, TapReader
+
+DIRECTIONS = list(Direction)
+
+
+class Collector:
+    """Reads a tap in a thread of this process, as the recorder's reader thread does."""
+
+    def __init__(self, reader: TapReader) -> None:
+        self.messages: list[Message] = []
+        self.arrived = threading.Event()
+        self._reader = reader
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        for message in self._reader.messages():
+            self.messages.append(message)
+            self.arrived.set()
+
+    def join(self) -> list[Message]:
+        self._thread.join(30)
+        assert not self._thread.is_alive(), "the reader did not end after the writer closed"
+        return self.messages
+
+
+def _pair(ring: bool) -> tuple[tap.Tap, Collector]:
+    channel = Channel(ring=ring)
+    # Both ends in one process: take the ends without closing the other side's descriptor.
+    writer = tap.Tap(channel.write_fd, channel.shared, channel.ring_bytes)
+    reader = TapReader(channel.read_fd, channel.shared, channel.ring_bytes)
+    return writer, Collector(reader)
+
+
+def _chunks(messages: list[Message]) -> dict[Direction, bytes]:
+    """The byte stream of each direction (chunks may arrive cut into pieces)."""
+    streams = dict.fromkeys(DIRECTIONS, b"")
+    for kind, direction, _, payload in messages:
+        if kind == CHUNK:
+            streams[direction] += payload
+    return streams
+
+
+@pytest.mark.parametrize("ring", [True, False], ids=["ring", "pipe"])
+@settings(max_examples=25, deadline=None)
+@given(
+    sizes=st.lists(
+        st.tuples(st.sampled_from(range(3)), st.integers(0, 300_000)), min_size=1, max_size=30
+    )
+)
+def test_every_chunk_arrives_whole_and_in_order(ring: bool, sizes: list[tuple[int, int]]) -> None:
+    # Up to 9 MB per example through a 2 MiB ring: records wrap at every possible offset.
+    writer, collector = _pair(ring)
+    sent = []
+    for number, (code, size) in enumerate(sizes):
+        payload = bytes([number % 251]) * size
+        writer.put(DIRECTIONS[code], number, payload)
+        sent.append((CHUNK, DIRECTIONS[code], number, payload))
+    writer.close()
+    received = collector.join()
+    assert [m for m in received if m[3]] == [m for m in sent if m[3]]
+    # An empty chunk is the end-of-stream mark: it must arrive as one, never be dropped.
+    assert [m for m in received if not m[3]] == [m for m in sent if not m[3]]
+
+
+@pytest.mark.parametrize("ring", [True, False], ids=["ring", "pipe"])
+def test_chunks_larger_than_the_ring_allows_arrive_in_pieces(ring: bool) -> None:
+    writer, collector = _pair(ring)
+    whole = os.urandom(3 * MAX_CHUNK + 12345)  # replay hands the tap whole 16 MiB frames
+    writer.put(Direction.AGENT_TO_CLIENT, 7, whole)
+    writer.put(Direction.AGENT_TO_CLIENT, 8, b"")
+    writer.close()
+    received = collector.join()
+    assert _chunks(received)[Direction.AGENT_TO_CLIENT] == whole
+    assert received[-1] == (CHUNK, Direction.AGENT_TO_CLIENT, 8, b"")
+    assert {m[2] for m in received[:-1]} == {7}
+
+
+@pytest.mark.parametrize("ring", [True, False], ids=["ring", "pipe"])
+def test_json_messages_keep_their_place_among_chunks(ring: bool) -> None:
+    writer, collector = _pair(ring)
+    writer.put(Direction.CLIENT_TO_AGENT, 1, b"a\n")
+    writer.configure(db="/tmp/x.sqlite", check=False)
+    writer.update(agent_pid=42)
+    writer.put(Direction.CLIENT_TO_AGENT, 2, b"b\n")
+    writer.close()
+    kinds = [(kind, payload) for kind, _, _, payload in collector.join()]
+    assert kinds == [
+        (CHUNK, b"a\n"),
+        (CONFIG, b'{"db":"/tmp/x.sqlite","check":false}'),
+        (UPDATE, b'{"agent_pid":42}'),
+        (CHUNK, b"b\n"),
+    ]
+
+
+def test_threads_writing_at_once_never_interleave_records() -> None:
+    writer, collector = _pair(True)
+
+    def write(direction: Direction) -> None:
+        for number in range(3000):
+            writer.put(direction, number, bytes([number % 256]) * (number % 700 + 1))
+
+    threads = [threading.Thread(target=write, args=(d,)) for d in DIRECTIONS]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    writer.close()
+    received = collector.join()
+    for direction in DIRECTIONS:
+        mine = [(n, p) for _, d, n, p in received if d == direction]
+        assert mine == [(n, bytes([n % 256]) * (n % 700 + 1)) for n in range(3000)]
+
+
+def test_a_sleeping_reader_is_woken_by_the_writer(monkeypatch: pytest.MonkeyPatch) -> None:
+    # With the sleep this long, only the wake-up byte can deliver the record in time.
+    monkeypatch.setattr(tap, "IDLE_SECONDS", 0.0)
+    monkeypatch.setattr(tap, "SLEEP_SECONDS", 60.0)
+    writer, collector = _pair(True)
+    time.sleep(0.2)  # the reader has found the ring empty and gone to sleep
+    writer.put(Direction.AGENT_TO_CLIENT, 1, b"hello\n")
+    assert collector.arrived.wait(10), "the sleeping reader was not woken"
+    writer.close()
+    assert collector.join() == [(CHUNK, Direction.AGENT_TO_CLIENT, 1, b"hello\n")]
+
+
+def test_a_burst_wakes_a_reader_between_two_looks(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The reader looks rarely while traffic flows (here: never in time); a burst that fills
+    # the ring past half must wake it, or the rest of the burst would find the ring full.
+    monkeypatch.setattr(tap, "ACTIVE_POLL_SECONDS", 60.0)
+    monkeypatch.setattr(tap, "IDLE_SECONDS", 600.0)
+    writer, collector = _pair(True)
+    time.sleep(0.1)  # the reader has looked once and waits for its next look
+    for number in range(18):  # 18 x 64 KiB: just past half of the 2 MiB ring
+        writer.put(Direction.AGENT_TO_CLIENT, number, b"x" * 65536)
+    deadline = time.monotonic() + 10
+    while len(collector.messages) < 18 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(collector.messages) == 18, "the reader was not woken at half full"
+    assert writer.full_waits == 0
+    writer.close()
+    collector.join()
+
+
+def test_everything_published_is_read_when_the_writer_is_killed() -> None:
+    channel = Channel(ring=True)
+    pid = os.fork()
+    if pid == 0:  # the proxy: publishes records, then dies without closing anything
+        try:
+            writer = channel.writer()
+            for number in range(5000):
+                writer.put(Direction.AGENT_TO_CLIENT, number, b"%d\n" % number)
+        finally:
+            os.kill(os.getpid(), signal.SIGKILL)
+    collector = Collector(channel.reader())
+    received = collector.join()
+    os.waitpid(pid, 0)
+    assert [payload for _, _, _, payload in received] == [b"%d\n" % n for n in range(5000)]
+
+
+def test_the_writer_stops_waiting_when_the_reader_is_gone() -> None:
+    channel = Channel(ring=True)
+    pid = os.fork()
+    if pid == 0:  # the recorder: dies without reading a byte
+        os._exit(0)
+    writer = channel.writer()
+    os.waitpid(pid, 0)
+    started = time.monotonic()
+    for number in range(100):  # 6.5 MB into a 2 MiB ring that nobody empties
+        writer.put(Direction.AGENT_TO_CLIENT, number, b"y" * 65536)
+    assert time.monotonic() - started < 10
+    assert writer.full_waits <= 1  # it noticed at once (EPIPE or an error), then stopped sending
+    writer.close()
+
+
+def test_the_ring_must_hold_the_largest_chunk() -> None:
+    with pytest.raises(ValueError):
+        Channel(ring=True, ring_bytes=MAX_CHUNK)
