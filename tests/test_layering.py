@@ -18,6 +18,7 @@ SANS_IO += ["check_report", "checkdoc"] + [f"checks_rules_{m}" for m in ("framin
 SANS_IO += [f"checks_rules_{m}" for m in ("lifecycle", "updates", "replay")]
 SANS_IO += ["replay", "replay_script", "replay_expects", "replay_match", "replay_ids"]
 SANS_IO += ["replay_placeholders", "replay_history", "replay_report", "drive"]
+SANS_IO += ["replay_values", "replay_live", "replay_episodes", "cassette_episodes"]
 SANS_IO += ["secrets", "redact", "verify"]
 FORBIDDEN = ["anyio", "sqlite3", "click", "subprocess", "threading", "sqlite_utils"]
 
