@@ -12,7 +12,8 @@ Rules:
   and the live text each placeholder stood for is put back into later client frames.
 - Client frames go out as recorded with three rewrites: the id of an answer to an agent request
   becomes the live request's id; ids the agent minted (``sessionId``, ``toolCallId`` ...,
-  normalize.ID_KEYS) become the live agent's values; bound placeholders become their live text.
+  normalize.ID_KEYS) become the live agent's values (replay_values.ValueMap, learned from the
+  matching frames); bound placeholders become their live text.
   An unchanged frame keeps its recorded bytes.
 - The first divergence ends the drive: a differing frame, a frame the recording does not have,
   the agent's output ending early, or a timeout (the I/O shell says when).

@@ -47,17 +47,23 @@ def test_client(acp_agent_command):
 """
 
 
+EXAMPLE_FILES = ("test_client_example.py", "test_agent_example.py", "test_episodes_example.py")
+
+
 def test_the_examples_run_unchanged(pytester: pytest.Pytester) -> None:
-    for name in ("test_client_example.py", "test_agent_example.py"):
+    for name in EXAMPLE_FILES:
         shutil.copy(EXAMPLES / name, pytester.path / name)
     shutil.copytree(EXAMPLES / "cassettes", pytester.path / "cassettes")
+    recorded = (pytester.path / "cassettes" / "demo-episodes.jsonl").read_bytes()
     result = pytester.runpytest_subprocess("--acp-record-mode=none")
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=4)
+    # The episodes example replays both of its conversations: nothing new is recorded.
+    assert (pytester.path / "cassettes" / "demo-episodes.jsonl").read_bytes() == recorded
 
 
 def test_the_docs_show_the_examples_as_they_are() -> None:
     docs = (REPO / "docs" / "testing.md").read_text()
-    for name in ("test_client_example.py", "test_agent_example.py"):
+    for name in EXAMPLE_FILES:
         assert (EXAMPLES / name).read_text() in docs, name
 
 
