@@ -250,3 +250,22 @@ def test_catch_up_times_out() -> None:
     assert live.tick(10, 10) is None
     assert live.failure is not None
     assert "timed out after" in live.failure
+
+
+def test_placeholders_are_bound_to_the_clients_text_after_a_switch() -> None:
+    first = episode("hi [redacted:user:1]", "s-a", "Hello [redacted:user:1]")
+    second = episode("bye [redacted:user:1]", "s-b", "Goodbye [redacted:user:1]")
+    replay = engine(first, second)
+    got = talk(replay, [init(), new_session(), prompt("bye alice", "s-a")])
+    assert replay.path == [1, 2]
+    assert got[2] == json.loads(chunk("s-a", "Goodbye alice"))
+
+
+def test_a_conversation_new_from_its_first_frame_goes_live_at_once() -> None:
+    replay = engine(HI, live=True)
+    other = line({"jsonrpc": "2.0", "id": 0, "method": "_vendor/hello", "params": {}})
+    assert talk(replay, [other]) == []
+    assert replay.went_live_after == 0
+    assert replay.to_agent() == other  # nothing to catch up: relayed as it is
+    replay.agent_frame(result(0, {}), 0)
+    assert replay.advance(0).out == result(0, {})
