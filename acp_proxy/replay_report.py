@@ -60,11 +60,13 @@ def episodes_summary(episodes: Episodes, what: str) -> str:
         f"replay of {what}: followed episode {path} for {replayed} client message(s); the "
         "next one is in no recorded episode, so the conversation went live"
     )
-    if live.failure is not None:
+    if live.failure is not None and live.drive.divergence is not None:
         return (
             f"{text}, but the real agent does not reproduce the recorded conversation up to "
             f"there (re-record it): {live.failure}"
         )
+    if live.failure is not None:
+        return f"{text}, but the real agent could not take over: {live.failure}."
     drive = live.drive
     return (
         f"{text}: the real agent was caught up ({drive.sent} client frame(s) sent, "

@@ -144,3 +144,13 @@ def test_repeats_compares_client_sides_as_diff_does(episodes: list[bytes]) -> No
     assert found.episode == 1
     assert not found.diff.equal
     assert repeats(episodes[1], [episodes[0], episodes[2]]) is None
+
+
+def test_go_live_with_an_agent_that_cannot_start_fails(tmp_path: Path, two: Path) -> None:
+    replay = [*PROXY, "replay", str(two), "--go-live", "--", "/no/such/agent"]
+    done = subprocess.run(
+        [*client("something new"), *replay], capture_output=True, timeout=60, check=False
+    )
+    assert done.returncode == 1
+    assert b"the real agent could not take over: cannot run '/no/such/agent'" in done.stderr
+    assert b"command not found" in done.stderr

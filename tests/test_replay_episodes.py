@@ -269,3 +269,12 @@ def test_a_conversation_new_from_its_first_frame_goes_live_at_once() -> None:
     assert replay.to_agent() == other  # nothing to catch up: relayed as it is
     replay.agent_frame(result(0, {}), 0)
     assert replay.advance(0).out == result(0, {})
+
+
+def test_a_different_answer_to_an_agent_request_is_a_new_conversation() -> None:
+    replay = engine(episode("hi", "s-a", "Hello", permission=0), live=True)
+    talk(replay, [init(), new_session(), prompt("hi", "s-a")])
+    assert replay.live is None
+    talk(replay, [result(0, {"outcome": {"outcome": "cancelled"}})])  # recorded: selected
+    assert replay.live is not None
+    assert replay.went_live_after == 3
