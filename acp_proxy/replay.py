@@ -99,6 +99,10 @@ class Replay:
                 return
         self._other(raw.rstrip(b"\r\n"), now)
 
+    def use(self, options: Options) -> None:
+        """Go on with other options (an engine first run asap to catch up: replay_episodes)."""
+        self._options = options
+
     def client_closed(self, now: int) -> None:
         if self.client_closed_at is None:
             self.client_closed_at = now

@@ -12,8 +12,10 @@ Rules:
   told the client the same agent frames so far, normalized as ``diff`` normalizes (minted ids,
   JSON-RPC ids of agent requests and timestamps aside), and it accepts the new frame. That is
   checked by running a fresh engine for it over the log (so its state is exactly what it would
-  be had it been followed from the start), the values pairing up as it goes
-  (replay_values.ValueMap: what the client was told <-> what that episode recorded).
+  be had it been followed from the start), as fast as causality allows whatever the timing
+  option (the log already happened; the timing applies again from there on), the values
+  pairing up as it goes (replay_values.ValueMap: what the client was told <-> what that
+  episode recorded).
 - From then on that episode is served: the client's frames are rewritten into its values
   before matching, and its frames into the values the client was told before sending.
 - When no episode accepts the frame: with ``live``, the conversation is new and goes live
@@ -181,6 +183,7 @@ class Episodes:
             if found is not None:
                 self.current = index
                 self.replay, self.values = found
+                self.replay.use(self._options)
                 self.path.append(index + 1)
                 return True
         return False
@@ -212,7 +215,9 @@ def follow(
     The last frame of ``log`` is the client frame to accept; the engine's answer to it is left
     in the engine, to come out of its next ``advance``.
     """
-    replay = Replay(script, matcher, options, now)
+    # As fast as causality allows, whatever the timing asked for: the log already happened.
+    asap = Options(on_mismatch=options.on_mismatch, timeout_ns=options.timeout_ns)
+    replay = Replay(script, matcher, asap, now)
     values = ValueMap()
     told_side, episode_side = Normalizer(), Normalizer()
     queue: deque[bytes] = deque()

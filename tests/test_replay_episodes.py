@@ -278,3 +278,19 @@ def test_a_different_answer_to_an_agent_request_is_a_new_conversation() -> None:
     talk(replay, [result(0, {"outcome": {"outcome": "cancelled"}})])  # recorded: selected
     assert replay.live is not None
     assert replay.went_live_after == 3
+
+
+def test_a_switch_works_with_the_recorded_timing() -> None:
+    options = Options(scale=1.0)
+    replay = Episodes([script(HI), script(BYE)], Matcher(), options, 0)
+    out = []
+    now = 0
+    for raw in [init(), new_session(), prompt("bye", "s-first")]:
+        now += 10**9  # long after every recorded gap
+        out.append(replay.advance(now).out)
+        replay.receive(raw, now)
+    now += 10**9
+    out.append(replay.advance(now).out)
+    assert replay.path == [1, 2]
+    got = [json.loads(f) for f in frames_of(b"".join(out))]
+    assert got[-2] == json.loads(chunk("s-first", "Goodbye"))
