@@ -59,6 +59,7 @@ class Shell:
         self._agent_fds: set[int] = set()
         self._splitter = LineSplitter()
         self._closing_at: int | None = None
+        self._no_agent = False
 
     def run(self) -> None:
         try:
@@ -115,8 +116,9 @@ class Shell:
                 poller.register(self.stdout_fd, select.POLLOUT)
             for fd in self._agent_fds:
                 poller.register(fd, select.POLLIN)
-            if self._agent_out and self.agent is not None and self.agent.stdin is not None:
-                poller.register(self.agent.stdin.fileno(), select.POLLOUT)
+            stdin = self.agent.stdin if self.agent is not None else None
+            if self._agent_out and stdin is not None and not stdin.closed:
+                poller.register(stdin.fileno(), select.POLLOUT)
             for fd, event in poller.poll(max(0, -(-(wake - now) // 1_000_000))):
                 now = clock()
                 if fd == signals:
@@ -145,14 +147,17 @@ class Shell:
 
     def _feed_agent(self, now: int) -> None:
         engine = self.engine
-        if not engine.wants_agent:
+        if not engine.wants_agent or self._no_agent:
             return
         if self.agent is None and not self._start_agent():
+            self._no_agent = True  # said once; the engine ends the run
             return
         assert self.agent is not None
         assert self.agent.stdin is not None
-        self._agent_out += engine.to_agent()
         stdin = self.agent.stdin
+        self._agent_out += engine.to_agent()
+        if stdin.closed:  # it stopped reading: what is left has nowhere to go
+            self._agent_out = b""
         if self._agent_out and not stdin.closed:
             try:
                 written = os.write(stdin.fileno(), self._agent_out)
