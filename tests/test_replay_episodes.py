@@ -294,3 +294,21 @@ def test_a_switch_works_with_the_recorded_timing() -> None:
     assert replay.path == [1, 2]
     got = [json.loads(f) for f in frames_of(b"".join(out))]
     assert got[-2] == json.loads(chunk("s-first", "Goodbye"))
+
+
+def test_the_prefix_tree_is_walked_branch_by_branch() -> None:
+    # Episode 3 repeats episode 2's conversation (with its own session id), then goes on.
+    longer = episode("bye", "s-third", "Goodbye")
+    longer += [
+        (C2A, prompt("again", "s-third", rpc_id=3)),
+        (A2C, chunk("s-third", "Once more")),
+        (A2C, result(3, {"stopReason": "end_turn"})),
+    ]
+    replay = engine(HI, BYE, longer)
+    got = talk(replay, [init(), new_session(), prompt("bye", "s-first")])
+    assert replay.path == [1, 2]
+    got += talk(replay, [prompt("again", "s-first", rpc_id=3)])
+    assert replay.path == [1, 2, 3]
+    assert not replay.diverged
+    assert got[-2] == json.loads(chunk("s-first", "Once more"))
+    assert got[-1] == {"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}}
