@@ -27,14 +27,14 @@ from collections.abc import Sequence
 from .acp import Direction
 from .drive import Drive
 from .spawn import signal_group, spawn_agent
-from .tap import PipeTap
+from .tap import Tap
 from .wire import LineSplitter
 
 READ_SIZE = 65536
 
 
 def run(
-    drive: Drive, argv: Sequence[str], timeout_ns: int, grace_ns: int, tap: PipeTap | None = None
+    drive: Drive, argv: Sequence[str], timeout_ns: int, grace_ns: int, tap: Tap | None = None
 ) -> int:
     """Drive the agent started from ``argv``; returns how it ended (its ``returncode``)."""
     process = spawn_agent(argv)
@@ -50,7 +50,7 @@ def run(
 
 def _loop(
     drive: Drive, process: subprocess.Popen[bytes], timeout_ns: int, grace_ns: int,
-    tap: PipeTap | None,
+    tap: Tap | None,
 ) -> None:  # fmt: skip
     assert process.stdin is not None
     assert process.stdout is not None
@@ -117,7 +117,7 @@ def _loop(
                 drive.agent_closed()
 
 
-def _pass_stderr(chunk: bytes, now: int, tap: PipeTap | None) -> None:
+def _pass_stderr(chunk: bytes, now: int, tap: Tap | None) -> None:
     if not chunk:
         return
     if tap is not None:

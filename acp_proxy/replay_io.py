@@ -27,7 +27,7 @@ from types import FrameType
 
 from .acp import Direction
 from .replay import Replay
-from .tap import PipeTap
+from .tap import Tap
 from .wire import LineSplitter
 
 READ_SIZE = 65536
@@ -41,7 +41,7 @@ def serve(
     *,
     stdin_fd: int = 0,
     stdout_fd: int = 1,
-    tap: PipeTap | None = None,
+    tap: Tap | None = None,
     clock: Callable[[], int] = time.monotonic_ns,
 ) -> None:
     """Run ``replay`` against the client on ``stdin_fd`` / ``stdout_fd`` until it is over."""
@@ -53,7 +53,7 @@ def _loop(
     replay: Replay,
     timeout_ns: int,
     fds: tuple[int, int, int],
-    tap: PipeTap | None,
+    tap: Tap | None,
     clock: Callable[[], int],
 ) -> None:
     stdin_fd, stdout_fd, signals = fds

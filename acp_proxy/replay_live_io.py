@@ -34,7 +34,7 @@ from .drive_io import end_agent
 from .replay_episodes import Episodes
 from .replay_io import GONE, READ_SIZE, non_blocking, signal_pipe
 from .spawn import SpawnFailed, spawn_agent
-from .tap import PipeTap
+from .tap import Tap
 from .wire import LineSplitter
 
 Chunk = tuple[Direction, int, bytes]
@@ -45,7 +45,7 @@ class Shell:
 
     def __init__(
         self, engine: Episodes, timeout_ns: int, agent_argv: Sequence[str] | None,
-        grace_ns: int, *, tap: PipeTap | None = None, stdin_fd: int = 0, stdout_fd: int = 1,
+        grace_ns: int, *, tap: Tap | None = None, stdin_fd: int = 0, stdout_fd: int = 1,
         clock: Callable[[], int] = time.monotonic_ns,
     ) -> None:  # fmt: skip
         self.engine, self.timeout_ns, self.grace_ns = engine, timeout_ns, grace_ns
