@@ -117,6 +117,9 @@ SKELETON_MIN_SIZE = 256 * 1024
 SKELETON_MIN_STRING = 4096
 # A skeleton is only worth it when quotes are rare (images, base64, long plain text).
 SKELETON_MAX_QUOTES = 4096
+# Long strings are checked in windows of this size: a slice of a 16 MiB string would be a
+# 16 MiB copy, held beside the frame itself.
+_PLAIN_WINDOW = 256 * 1024
 
 
 def skeleton(raw: bytes | bytearray) -> bytes | None:
@@ -139,16 +142,24 @@ def skeleton(raw: bytes | bytearray) -> bytes | None:
             end = raw.find(b'"', end + 1)
         if end < 0:
             return None  # an unterminated string: let the full parser say what is wrong
-        if end - position > SKELETON_MIN_STRING and not _is_key(raw, end):
-            body = raw[position + 1 : end]
-            if body.isascii() and b"\\" not in body:
-                pieces.append(raw[kept : position + 1])
-                kept = end
+        long_plain = end - position > SKELETON_MIN_STRING and _plain(raw, position + 1, end)
+        if long_plain and not _is_key(raw, end):
+            pieces.append(raw[kept : position + 1])
+            kept = end
         position = raw.find(b'"', end + 1)
     if not pieces:
         return None
     pieces.append(raw[kept:])
     return b"".join(pieces)
+
+
+def _plain(raw: bytes | bytearray, start: int, end: int) -> bool:
+    """Whether ``raw[start:end]`` is ASCII without a backslash (checked without copying it)."""
+    if raw.find(b"\\", start, end) >= 0:
+        return False
+    return all(
+        raw[at : min(at + _PLAIN_WINDOW, end)].isascii() for at in range(start, end, _PLAIN_WINDOW)
+    )
 
 
 def _is_key(raw: bytes | bytearray, closing_quote: int) -> bool:

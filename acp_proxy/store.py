@@ -32,7 +32,7 @@ import orjson
 from .errors import RecordingError, UnknownRecording
 from .observer import FRAME_COLUMNS, ConnectionFacts, FrameRecord
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 LARGE_FRAME_BYTES = 1024 * 1024
 BUSY_TIMEOUT_MS = 10_000
 
@@ -188,9 +188,57 @@ CREATE INDEX finding_by_connection ON finding(connection_id, seq);
 CREATE INDEX finding_by_rule ON finding(rule, severity);
 """
 
+# Format 3: ``raw`` becomes the last column of ``frame``. A large frame is inserted as
+# ``zeroblob(size)`` and then written through an incremental blob; SQLite can only keep a
+# zeroblob unexpanded when it is the last field of the row, so in the middle it allocated the
+# whole frame (twice) and wrote its pages twice. SQLite cannot move a column: the table is
+# rebuilt (views first dropped; the last step re-creates them). Keep ``raw`` last (tested).
+_FRAME_V3_COLUMNS = """id, connection_id, seq, direction, mono_ns, wall_ns, offset, size, kind,
+    rpc_id, method, request_seq, session_id, update_kind, message_id, tool_call_id, error_code,
+    stop_reason, bad_json, bad_utf8, not_jsonrpc, batch, no_newline, raw"""
+_SCHEMA_V3 = f"""
+DROP VIEW IF EXISTS frames;
+DROP VIEW IF EXISTS rpc_calls;
+DROP VIEW IF EXISTS sessions;
+DROP VIEW IF EXISTS prompt_turns;
+CREATE TABLE frame_v3 (
+    id INTEGER PRIMARY KEY,
+    connection_id INTEGER NOT NULL REFERENCES connection(id),
+    seq INTEGER NOT NULL,
+    direction TEXT NOT NULL,
+    mono_ns INTEGER NOT NULL,
+    wall_ns INTEGER NOT NULL,
+    offset INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    rpc_id,
+    method TEXT,
+    request_seq INTEGER,
+    session_id TEXT,
+    update_kind TEXT,
+    message_id TEXT,
+    tool_call_id TEXT,
+    error_code INTEGER,
+    stop_reason TEXT,
+    bad_json INTEGER NOT NULL DEFAULT 0,
+    bad_utf8 INTEGER NOT NULL DEFAULT 0,
+    not_jsonrpc INTEGER NOT NULL DEFAULT 0,
+    batch INTEGER NOT NULL DEFAULT 0,
+    no_newline INTEGER NOT NULL DEFAULT 0,
+    raw BLOB NOT NULL
+);
+INSERT INTO frame_v3 ({_FRAME_V3_COLUMNS}) SELECT {_FRAME_V3_COLUMNS} FROM frame;
+DROP TABLE frame;
+ALTER TABLE frame_v3 RENAME TO frame;
+CREATE UNIQUE INDEX frame_by_connection_seq ON frame(connection_id, seq);
+CREATE INDEX frame_by_session ON frame(session_id, connection_id, seq)
+    WHERE session_id IS NOT NULL;
+"""
+
 MIGRATIONS: dict[int, str] = {
     0: _SCHEMA_V1,
     1: _SCHEMA_V2,
+    2: _SCHEMA_V3,
 }
 
 

@@ -11,6 +11,8 @@ import pytest
 
 from acp_proxy.errors import RecordingError, UnknownRecording
 from acp_proxy.store import (
+    _VIEWS,
+    MIGRATIONS,
     SCHEMA_VERSION,
     NewConnection,
     RecordingWriter,
@@ -111,6 +113,66 @@ def test_migrates_an_empty_database_and_refuses_a_newer_one(db_path: Path) -> No
     db.close()
     with pytest.raises(RecordingError, match="upgrade acp-proxy"):
         connect(db_path)
+
+
+def _format_2_database(path: Path) -> None:
+    """A database as acp-proxy wrote it before format 3 (``raw`` in the middle of ``frame``)."""
+    db = sqlite3.connect(path, isolation_level=None)
+    for version in (0, 1):
+        db.executescript(MIGRATIONS[version])
+    db.executescript(_VIEWS)
+    db.execute("PRAGMA user_version = 2")
+    db.close()
+
+
+def test_raw_is_the_last_column_of_frame(db_path: Path) -> None:
+    # A large frame is written as zeroblob(size) plus an incremental blob; SQLite keeps a
+    # zeroblob unexpanded only in the last column (elsewhere: the frame allocated twice).
+    connect(db_path).close()
+    columns = [row[1] for row in sqlite3.connect(db_path).execute("PRAGMA table_info(frame)")]
+    assert columns[-1] == "raw"
+
+
+def test_format_2_is_rebuilt_with_every_frame_kept(tmp_path: Path) -> None:
+    old, new = tmp_path / "old.sqlite", tmp_path / "new.sqlite"
+    _format_2_database(old)
+    old_id = write_recording(old, V1_CONVERSATION)  # written by this code into the old layout
+    write_recording(new, V1_CONVERSATION)
+    db = sqlite3.connect(old)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    columns = [row[1] for row in db.execute("PRAGMA table_info(frame)")]
+    assert columns[-1] == "raw"
+    query = "SELECT * FROM frames WHERE connection_id = ? ORDER BY seq"
+    assert db.execute(query, (old_id,)).fetchall()
+    indexes = {row[1] for row in db.execute("PRAGMA index_list(frame)")}
+    assert indexes == {"frame_by_connection_seq", "frame_by_session"}
+    fresh = sqlite3.connect(new)
+    rows = "SELECT id, seq, raw, kind, rpc_id, method, session_id FROM frame ORDER BY id"
+    assert db.execute(rows).fetchall() == fresh.execute(rows).fetchall()
+    schema = "SELECT type, name, sql FROM sqlite_schema ORDER BY name"
+    assert db.execute(schema).fetchall() == fresh.execute(schema).fetchall()
+
+
+def test_format_2_frames_survive_the_rebuild(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite"
+    _format_2_database(path)
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute(
+        "INSERT INTO connection (id, uid, status, started_ns, argv, cwd, proxy_version, "
+        "proxy_pid) VALUES (4, 'u', 'exited', 1, '[]', '/', 'old', 1)"
+    )
+    db.execute(
+        "INSERT INTO frame (id, connection_id, seq, direction, mono_ns, wall_ns, offset, size, "
+        "raw, kind, rpc_id) VALUES (17, 4, 1, 'c2a', 5, 6, 0, 3, X'7b7d0a', 'invalid', '1')"
+    )
+    db.close()
+    connect(path).close()
+    row = (
+        sqlite3.connect(path)
+        .execute("SELECT id, connection_id, seq, raw, rpc_id, typeof(rpc_id), bad_json FROM frame")
+        .fetchone()
+    )
+    assert row == (17, 4, 1, b"{}\n", "1", "text", 0)
 
 
 def test_unwritable_location_is_a_recording_error(tmp_path: Path) -> None:
