@@ -354,6 +354,3 @@ def decode_json(payload: bytes) -> dict[str, Any]:
 
     value = orjson.loads(payload)
     return value if isinstance(value, dict) else {}
-
-
-PipeTap = Tap  # the name replay_io.py and drive_io.py still use (removed once they move)
