@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from acp_proxy.acp import Direction
-from acp_proxy.recorder import ChunkQueue, Recorder
+from acp_proxy.chunk_queue import ChunkQueue
+from acp_proxy.recorder import Recorder
 from acp_proxy.store import NewConnection
 from tests.perf import agent, client
 

@@ -42,7 +42,7 @@ def main() -> None:
                 for i, (d, data) in enumerate(plain(n))
             ]
 
-        test_check_perf.turn = seeded  # type: ignore[assignment]
+        test_check_perf.turn = seeded
     with tempfile.TemporaryDirectory() as folder:
         db_path = Path(folder) / "bench.sqlite"
         frames = test_check_perf.build(db_path)

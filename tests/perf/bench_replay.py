@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from acp_proxy.acp import Direction
@@ -40,7 +41,7 @@ from acp_proxy.wire import Frame
 C2A, A2C = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
 
 
-def _line(message: dict[str, object]) -> bytes:
+def _line(message: Mapping[str, object]) -> bytes:
     return json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
 

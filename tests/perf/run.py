@@ -4,11 +4,13 @@ fake agent and prints one Markdown table.
     python -m tests.perf.run [--repeat 5] [--modes small medium large1m large16m ping]
                              [--out DIR] [--proxy 'CMD PREFIX'] [--count MODE=N ...]
 
-The three wrappers, measured in the same run:
+The four wrappers, measured in the same run:
 
 - ``direct``: the client spawns the agent itself (the physical limit of this client and agent);
 - ``tee``: tests/perf/tee_wrap.sh, a shell wrapper copying both directions to files (what users
   do today);
+- ``relay-only``: tests/perf/relay_only.py, acp-proxy's own forwarding threads with a tap that
+  drops every chunk (no recorder): what one relay hop costs before recording costs anything;
 - ``acp-proxy``: ``acp-proxy record --db {tmpdir}/r.sqlite --`` (the venv's console script, what
   users run; ``python -m acp_proxy`` when there is none). ``--proxy`` replaces that prefix;
   ``{tmpdir}`` in it becomes a fresh folder per run, deleted afterwards.
@@ -48,7 +50,7 @@ from tests.perf import client
 HERE = Path(__file__).resolve().parent
 TEE_SCRIPT = HERE / "tee_wrap.sh"
 MODES = ("small", "medium", "large1m", "large16m", "ping")
-DIRECT, TEE, PROXY = "direct", "tee", "acp-proxy"
+DIRECT, TEE, RELAY, PROXY = "direct", "tee", "relay-only", "acp-proxy"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 Run = dict[str, Any]
@@ -73,6 +75,7 @@ def wrappers(proxy_prefix: str) -> list[Wrapper]:
     return [
         Wrapper(DIRECT, ()),
         Wrapper(TEE, (str(TEE_SCRIPT), "{tmpdir}")),
+        Wrapper(RELAY, (sys.executable, "-m", "tests.perf.relay_only", "--")),
         Wrapper(PROXY, tuple(shlex.split(proxy_prefix))),
     ]
 
