@@ -8,9 +8,9 @@ Rules:
   bytes it can answer, and the answer must never get an earlier place in the timeline.
 - A destination that goes away (EPIPE) stops the forwarding, not the reading: what the peer
   still says is recorded.
-- The threads start as soon as the agent is spawned, before the event loop exists (it takes
-  tens of milliseconds to import); the relay then owns them: it waits for every one of them and
-  ends them through the stop pipe. No thread is ever left blocked.
+- The threads start as soon as the agent is spawned, before the rest of ``record`` is even
+  imported; the relay then owns them: it waits for every one of them and ends them through
+  the stop pipe. No thread is ever left blocked.
 - When the client's stdin ends, the agent's stdin is closed.
 """
 

@@ -2,8 +2,8 @@
 
 Rules:
 - The agent is launched (launch.py: spawned, recorder forked and told where to record, bytes
-  flowing) before anything slow happens (the event loop, the database), so the proxy adds as
-  little as possible to the agent's start-up.
+  flowing) before anything slow happens (the database, in the recorder process), so the proxy
+  adds as little as possible to the agent's start-up.
 - Recording never blocks forwarding except through the recorder's byte bound (see
   chunk_queue.py); a recording that fails is reported once and forwarding goes on.
 - An agent that cannot start gets the shell's exit status (127 not found, 126 not executable),
@@ -14,7 +14,6 @@ Rules:
 
 from __future__ import annotations
 
-import functools
 import os
 import time
 from collections.abc import Sequence
@@ -56,10 +55,7 @@ def record(options: RecordOptions, report: Reporter, launched: Launched | None =
         report(str(failure))
         _record_spawn_failure(options, str(failure), launched.clock_origin[1], report)
         return failure.exit_status
-    # Imported once bytes already flow: the agent starts while these load.
     import gc
-
-    import anyio
 
     from .relay import relay
 
@@ -68,9 +64,7 @@ def record(options: RecordOptions, report: Reporter, launched: Launched | None =
     gc.freeze()
 
     try:
-        ended = anyio.run(
-            functools.partial(relay, process, forwarding, report, grace=options.grace)
-        )
+        ended = relay(process, forwarding, report, grace=options.grace)
     finally:
         if process.returncode is None:  # the relay itself failed: do not leave the agent behind
             process.kill()

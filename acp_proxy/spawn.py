@@ -4,7 +4,7 @@ Rules:
 - The agent gets the caller's environment and working folder, its stdio on pipes, and a process
   group of its own (so a terminal's Ctrl-C reaches it once, through the proxy).
 - SIGINT, SIGTERM and SIGHUP received by the proxy are passed on to the agent's process group
-  from the moment the agent exists (``pass_signals_to``), before any event loop runs: a
+  from the moment the agent exists (``pass_signals_to``), before anything else is set up: a
   signal that arrives during start-up must not kill the proxy and orphan the agent.
 - A command that cannot start raises ``SpawnFailed`` with the exit status a shell would give:
   127 when it is not found, 126 when it cannot be executed.
