@@ -10,8 +10,9 @@ Rules:
 - Lossless: only when the spill file holds more than ``spill_bytes`` does ``put`` wait (and
   with it, through the full tap pipe, forwarding); it says so once. Nothing is dropped, except
   after ``discard()`` (the recording failed), where chunks are counted and let go.
-- ``take`` hands out batches bounded by bytes, can linger briefly so that one commit covers a
-  burst of small frames, and returns ``[]`` after an idle timeout (a moment for housekeeping).
+- ``take`` hands out batches bounded by bytes, can wait for a pause in the traffic first (so
+  that recording keeps out of a stream's way, and one commit covers a burst), and returns
+  ``[]`` after an idle timeout (a moment for housekeeping).
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ class ChunkQueue:
         self._spill_written = 0  # end of the spill file
         self._spill_read = 0  # how far the recorder has read it
         self._cond = threading.Condition()
+        self._last_put = 0.0  # monotonic seconds
+        self._waiting_since: float | None = None  # when the queue last stopped being empty
         self._closed = False
         self._discarding = False
         self._report = report
@@ -70,6 +73,9 @@ class ChunkQueue:
     def put(self, direction: Direction, mono_ns: int, chunk: bytes) -> None:
         """Queue a forwarded chunk (an empty chunk means end of that stream)."""
         with self._cond:
+            self._last_put = time.monotonic()
+            if self._waiting_since is None:
+                self._waiting_since = self._last_put
             if self._discarding:
                 self.discarded_frames += chunk.count(b"\n")
                 return
@@ -120,16 +126,19 @@ class ChunkQueue:
 
     def take(
         self,
-        linger: float = 0.0,
+        quiet: float = 0.0,
+        patience: float = 0.0,
         enough: int = 1 << 20,
         idle: float | None = None,
         limit: int = 1 << 62,
     ) -> list[ChunkItem] | None:
         """Wait for chunks and take them in order; ``None`` once closed and drained.
 
-        - ``linger``: a small batch waits up to that long (from its first chunk) for more,
-          until ``enough`` bytes are queued, so one commit covers a burst of small frames
-          instead of one commit per frame. It delays recording, never forwarding.
+        - ``quiet``: once there are chunks, wait until none has been put for that long (a pause
+          in the traffic), unless the queue has held chunks for ``patience`` seconds or more
+          (since it was last empty) or holds ``enough`` bytes. While a stream flows, recording
+          then leaves the cores to it; a burst of small frames becomes one commit; and nothing
+          waits longer than ``patience``. It delays recording, never forwarding.
         - ``idle``: give up after that long with nothing queued and return ``[]``.
         - ``limit``: take only about that many bytes (at least one chunk), so a batch, and the
           memory it holds, stays bounded.
@@ -140,12 +149,13 @@ class ChunkQueue:
                     return None
                 if not self._cond.wait(idle) and not self._pending():
                     return []
-            if linger > 0 and self._pending() < enough and not self._closed:
-                deadline = time.monotonic() + linger
-                while self._pending() < enough and not self._closed:
-                    left = deadline - time.monotonic()
-                    if left <= 0 or not self._cond.wait(left):
-                        break
+            while quiet > 0 and not self._closed and self._pending() < enough:
+                now = time.monotonic()
+                waited = now - (self._waiting_since or now)
+                wait = min(quiet - (now - self._last_put), patience - waited)
+                if wait <= 0:
+                    break
+                self._cond.wait(wait)
             if self._items:  # memory holds the oldest chunks whenever it holds any
                 return self._take_memory(limit)
             start, end = self._spill_read, self._spill_written
@@ -166,8 +176,14 @@ class ChunkQueue:
                 items.append(item)
                 taken += len(item[2])
             self._bytes -= taken
-        self._cond.notify_all()
+        self._taken()
         return items
+
+    def _taken(self) -> None:
+        """After a take (under the lock): wake a waiting ``put``; an emptied queue starts over."""
+        if not self._pending():
+            self._waiting_since = None
+        self._cond.notify_all()
 
     def _read_spilled(self, start: int, end: int, limit: int) -> tuple[list[ChunkItem], int]:
         assert self._spill_fd is not None
@@ -191,7 +207,7 @@ class ChunkQueue:
                 self._spill_read = self._spill_written = 0
                 with contextlib.suppress(OSError):
                     os.ftruncate(self._spill_fd or -1, 0)
-            self._cond.notify_all()
+            self._taken()
         return items
 
     def discard(self) -> None:
@@ -203,7 +219,7 @@ class ChunkQueue:
             self._bytes = 0
             start, end = self._spill_read, self._spill_written
             self._spill_read = self._spill_written = 0
-            self._cond.notify_all()
+            self._taken()
         if end > start:
             lost += self._read_spilled(start, end, end - start)[0]
         self.discarded_frames += sum(chunk.count(b"\n") for _, _, chunk in lost)

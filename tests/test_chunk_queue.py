@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -92,7 +93,7 @@ def drain_until(queue: ChunkQueue, count: int) -> list[ChunkItem]:
     return taken
 
 
-def test_linger_gathers_a_burst_into_one_batch() -> None:
+def test_a_burst_waits_for_its_pause_and_becomes_one_batch() -> None:
     queue = ChunkQueue()
     queue.put(C2A, 0, b"{}\n")
 
@@ -101,10 +102,60 @@ def test_linger_gathers_a_burst_into_one_batch() -> None:
 
     timer = threading.Timer(0.02, later)
     timer.start()
-    batch = queue.take(linger=2.0, enough=6)
+    batch = queue.take(quiet=0.2, patience=10)
     timer.join()
     assert batch is not None
     assert [mono for _, mono, _ in batch] == [0, 1]
+
+
+def _stream(queue: ChunkQueue, seconds: float, every: float = 0.002) -> threading.Thread:
+    def put_steadily() -> None:
+        deadline = time.monotonic() + seconds
+        number = 0
+        while time.monotonic() < deadline:
+            queue.put(A2C, number, b"{}\n")
+            number += 1
+            time.sleep(every)
+
+    thread = threading.Thread(target=put_steadily)
+    thread.start()
+    return thread
+
+
+def test_recording_waits_while_a_stream_flows() -> None:
+    queue = ChunkQueue()
+    stream = _stream(queue, 0.3)
+    first = queue.take(quiet=0.25, patience=10, idle=5)
+    assert not stream.is_alive(), "taken while chunks were still coming every 2 ms"
+    stream.join()
+    assert first is not None
+    assert len(first) > 20  # the whole stream in one batch
+
+
+def test_patience_bounds_the_wait_in_a_stream_that_never_pauses() -> None:
+    queue = ChunkQueue()
+    stream = _stream(queue, 3.0)
+    started = time.monotonic()
+    batch = queue.take(quiet=0.05, patience=0.1, idle=5)
+    waited = time.monotonic() - started
+    assert batch
+    assert waited < 2.0, "patience did not end the wait"
+    # The next batch is bounded the same way, however the stream goes on.
+    queue.put(A2C, -1, b"x\n")
+    started = time.monotonic()
+    assert queue.take(quiet=0.05, patience=0.1, idle=5)
+    assert time.monotonic() - started < 1.0
+    stream.join()
+
+
+def test_enough_bytes_end_the_wait() -> None:
+    queue = ChunkQueue()
+    stream = _stream(queue, 3.0)
+    queue.put(A2C, -1, b"x" * 100)
+    started = time.monotonic()
+    assert queue.take(quiet=0.05, patience=10, enough=64, idle=5)
+    assert time.monotonic() - started < 2.0
+    stream.join()
 
 
 def test_idle_returns_an_empty_batch_and_close_ends() -> None:
