@@ -17,7 +17,10 @@ Rules:
 - Relay, once caught up: held client frames, then every later one, go to the agent with told
   values made live (and placeholders bound during catch-up filled in); agent frames go to the
   client with live values made told (replay_values.ValueMap). Values the live agent mints
-  afterwards pass through as they are.
+  afterwards pass through as they are, except a request id the client already knows for
+  another agent request (one it was told before going live, or handed out since): that
+  request gets a fresh integer id for the client, and the client's answer goes back to the
+  agent with the agent's own id.
 - The client closing its side is held like a frame: ``close_agent`` says when the agent's
   stdin may close (caught up, nothing held). ``done`` once the agent's output has ended or
   catch-up failed.
@@ -27,8 +30,12 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
+
+import orjson
 
 from .drive import Drive, report
+from .jsonrpc import id_key
 from .replay_script import RecordedFrame
 
 Log = list[tuple[str, bytes]]  # ("c2a" | "a2c", raw frame)
@@ -41,6 +48,7 @@ class Live:
         self, log: Iterable[tuple[str, bytes]], held: Iterable[bytes], now: int,
         ignore: Sequence[str] = (),
     ) -> None:  # fmt: skip
+        log = list(log)
         rows = [
             RecordedFrame(n, direction, 0, raw, "", None, None, None, None, None)
             for n, (direction, raw) in enumerate(log, start=1)
@@ -55,6 +63,11 @@ class Live:
         self.agent_gone = False
         self.progress = now  # the last time the agent sent something (catch-up timeouts)
         self.relayed = 0  # client frames relayed after catch-up
+        # Every agent request id the client knows: no live request may reuse one of them.
+        self._told_request_ids = {
+            id_key(value["id"]) for direction, raw in log if direction == "a2c"
+            for value in (_request(raw),) if value is not None
+        }  # fmt: skip
         self._check()
 
     @property
@@ -87,6 +100,7 @@ class Live:
         if self.failure is not None:
             return
         if self.caught_up:
+            self._keep_request_ids_apart(raw)
             self._to_client.append(self.drive.values.to_told_bytes(raw))
             return
         self.drive.receive(raw)
@@ -129,6 +143,19 @@ class Live:
         self._to_client.clear()
         return out
 
+    def _keep_request_ids_apart(self, raw: bytes) -> None:
+        """Give a live agent request a fresh id if the client knows its id for another one."""
+        request = _request(raw)
+        values = self.drive.values
+        if request is None or values.knows_peer_request(request["id"]):
+            return
+        told_id = request["id"]
+        if id_key(told_id) in self._told_request_ids:
+            numbers = [v for _, v in self._told_request_ids if isinstance(v, int)]
+            told_id = max(numbers, default=-1) + 1
+            values.learn_request(told_id, request["id"])
+        self._told_request_ids.add(id_key(told_id))
+
     def _relay(self, raw: bytes) -> None:
         raw = self.drive.bindings.substitute(raw)
         self._to_agent.append(self.drive.values.to_peer_bytes(raw))
@@ -144,3 +171,13 @@ class Live:
             held, self._held = self._held, []
             for raw in held:
                 self._relay(raw)
+
+
+def _request(raw: bytes) -> dict[str, Any] | None:
+    """The frame as a JSON-RPC request object, or None."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    is_request = isinstance(value, dict) and "method" in value and "id" in value
+    return value if is_request else None

@@ -74,6 +74,10 @@ class ValueMap:
         self._requests_back[peer_key] = told_id
         return True
 
+    def knows_peer_request(self, peer_id: Any) -> bool:
+        """Whether the peer's request id already has a told id."""
+        return id_key(peer_id) in self._requests_back
+
     def _pair(self, told: Any, peer: Any) -> bool:
         consistent = True
         if isinstance(told, dict) and isinstance(peer, dict):

@@ -312,3 +312,32 @@ def test_the_prefix_tree_is_walked_branch_by_branch() -> None:
     assert not replay.diverged
     assert got[-2] == json.loads(chunk("s-first", "Once more"))
     assert got[-1] == {"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}}
+
+
+def test_a_live_request_never_reuses_an_id_the_client_knows() -> None:
+    answer = result(4, {"outcome": {"outcome": "selected", "optionId": "ok"}})
+    log = [
+        ("c2a", new_session()),
+        ("a2c", result(1, {"sessionId": "told"})),
+        ("c2a", prompt("hi", "told")),
+        ("a2c", ask("told", 4)),  # the client knows agent request id 4
+        ("c2a", answer),
+    ]
+    live = Live(log, [], 0)
+    live.to_agent()
+    live.agent_frame(result(1, {"sessionId": "s-live"}), 0)
+    live.to_agent()
+    live.agent_frame(ask("s-live", 11), 0)  # caught up: 11 stands for the told 4
+    live.to_agent()
+    assert live.caught_up
+    # After going live the agent asks again, with its own id 4: not the client's 4.
+    live.agent_frame(ask("s-live", 4), 0)
+    live.agent_frame(ask("s-live", 12), 0)  # an id the client has never seen passes as it is
+    told = [json.loads(f) for f in frames_of(live.to_client())]
+    assert told[0]["id"] == 5  # fresh: above every id the client knows
+    assert told[0]["params"]["sessionId"] == "told"
+    assert told[1]["id"] == 12
+    live.client_frame(result(5, {"outcome": {"outcome": "cancelled"}}))
+    live.client_frame(result(12, {"outcome": {"outcome": "cancelled"}}))
+    back = [json.loads(f) for f in frames_of(live.to_agent())]
+    assert [frame["id"] for frame in back] == [4, 12]  # each answer to the agent's own id
