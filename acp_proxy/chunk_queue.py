@@ -1,4 +1,4 @@
-"""The recorder's queue: chunks wait here between the tap pipe and the recorder thread.
+"""The recorder's queue: chunks wait here between the tap and the recorder thread.
 
 Rules:
 - Order is the timeline's: chunks come out exactly in the order they were put.
@@ -8,7 +8,7 @@ Rules:
   too, so that order is kept. Once the recorder has read the file to its end, it is emptied and
   the queue is back in memory.
 - Lossless: only when the spill file holds more than ``spill_bytes`` does ``put`` wait (and
-  with it, through the full tap pipe, forwarding); it says so once. Nothing is dropped, except
+  with it, through the full tap ring, forwarding); it says so once. Nothing is dropped, except
   after ``discard()`` (the recording failed), where chunks are counted and let go.
 - ``take`` hands out batches bounded by bytes, can wait for a pause in the traffic first (so
   that recording keeps out of a stream's way, and one commit covers a burst), and returns

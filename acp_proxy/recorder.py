@@ -3,15 +3,16 @@
 Rules:
 - It runs in the recorder process (see recorder_process.py), fed through a ``ChunkQueue``
   (chunk_queue.py: bounded memory, then a spill file, lossless) by the thread that reads the
-  tap pipe. Batches are bounded by bytes, so the recorder's memory is too.
-- All SQLite work happens on the recorder's one thread, through store.py. Each drain of the
-  queue is one transaction: under load batches grow by themselves, when idle every frame is
-  committed at once (``tail -f`` sees it at once).
+  tap. Batches are bounded by bytes, so the recorder's memory is too.
+- All SQLite work happens on the recorder's one thread, through store.py. Each batch is one
+  transaction, taken once the traffic pauses for 5 ms (at the latest after 250 ms): a stream
+  is left the cores while it flows and becomes a few large batches, and an interactive frame
+  is committed 5 ms after it crossed (``tail -f`` sees it at once).
 - WAL checkpoints (copying committed pages into the main file) happen after 0.25 s with nothing
-  to record if the WAL is past 4 MiB, when it is past 256 MiB in any case, and once at the
+  to record if the WAL is past 4 MiB, when it is past 1 GiB in any case, and once at the
   end: never page by page while frames stream in.
 - If the database cannot be opened or written, the recorder says so once on stderr, switches
-  the queue to discarding (the pipe keeps being read, so forwarding goes on untouched) and
+  the queue to discarding (the tap keeps being read, so forwarding goes on untouched) and
   counts what it could not record.
 """
 
