@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
-import tempfile
 import threading
 import time
 from collections import deque
@@ -35,6 +34,7 @@ DEFAULT_SPILL_BYTES = 1024 * 1024 * 1024
 ChunkItem = tuple[Direction, int, bytes]
 
 _RECORD = struct.Struct("<BQI")  # direction code, monotonic ns, length
+_IOV_MAX = 1024  # buffers per pwritev call (Linux's limit)
 _CODES = {direction: code for code, direction in enumerate(Direction)}
 _DIRECTIONS = dict(enumerate(Direction))
 
@@ -72,40 +72,74 @@ class ChunkQueue:
 
     def put(self, direction: Direction, mono_ns: int, chunk: bytes) -> None:
         """Queue a forwarded chunk (an empty chunk means end of that stream)."""
+        self.put_many([(direction, mono_ns, chunk)])
+
+    def put_many(self, items: list[ChunkItem]) -> None:
+        """Queue chunks in order: one lock, one wake-up and at most one spill write for all."""
+        if not items:
+            return
         with self._cond:
             self._last_put = time.monotonic()
             if self._waiting_since is None:
                 self._waiting_since = self._last_put
-            if self._discarding:
-                self.discarded_frames += chunk.count(b"\n")
-                return
-            spilling = self._spill_written > self._spill_read
-            if not spilling and (not self._items or self._bytes + len(chunk) <= self._memory_bytes):
-                self._items.append((direction, mono_ns, chunk))
-                self._bytes += len(chunk)
-                self._cond.notify_all()
-                return
-            while self._spill_written - self._spill_read + len(chunk) > self._spill_bytes:
-                self._say_waiting()
-                self.waits += 1
-                self._cond.wait()
+            spill: list[bytes] = []  # records for the spill file, counted in _spill_written
+            for index, (direction, mono_ns, chunk) in enumerate(items):
                 if self._discarding:
-                    self.discarded_frames += chunk.count(b"\n")
-                    return
-            self._spill(direction, mono_ns, chunk)
+                    self._discard_items(items[index:])
+                    break
+                spilling = self._spill_written > self._spill_read
+                if not spilling and (
+                    not self._items or self._bytes + len(chunk) <= self._memory_bytes
+                ):
+                    self._items.append((direction, mono_ns, chunk))
+                    self._bytes += len(chunk)
+                    continue
+                if self._spill_written - self._spill_read + len(chunk) > self._spill_bytes:
+                    self._write_spill(spill)  # what is counted must be there before we wait
+                    spill = []
+                    while (
+                        self._spill_written - self._spill_read + len(chunk) > self._spill_bytes
+                        and not self._discarding
+                    ):
+                        self._say_waiting()
+                        self.waits += 1
+                        self._cond.wait()
+                    if self._discarding:
+                        self._discard_items(items[index:])
+                        break
+                spill += [_RECORD.pack(_CODES[direction], mono_ns, len(chunk)), chunk]
+                self._spill_written += _RECORD.size + len(chunk)
+                self.spilled_bytes += len(chunk)
+            self._write_spill(spill)
             self._cond.notify_all()
 
-    def _spill(self, direction: Direction, mono_ns: int, chunk: bytes) -> None:
+    def _discard_items(self, items: list[ChunkItem]) -> None:
+        self.discarded_frames += sum(chunk.count(b"\n") for _, _, chunk in items)
+
+    def _write_spill(self, parts: list[bytes]) -> None:
+        """Write ``parts``, the records that end at ``_spill_written``, in one system call."""
+        if not parts:
+            return
         if self._spill_fd is None:
+            import tempfile  # only once a burst spills: the recorder process starts faster
+
             fd, path = tempfile.mkstemp(prefix="acp-proxy-spill-", dir=self._spill_dir)
             os.unlink(path)  # private to this process, and gone with it whatever happens
             self._spill_fd = fd
-        record = _RECORD.pack(_CODES[direction], mono_ns, len(chunk)) + chunk
-        written = os.pwrite(self._spill_fd, record, self._spill_written)
-        while written < len(record):
-            written += os.pwrite(self._spill_fd, record[written:], self._spill_written + written)
-        self._spill_written += len(record)
-        self.spilled_bytes += len(chunk)
+        total = sum(len(part) for part in parts)
+        offset = self._spill_written - total
+        written = 0
+        for start in range(0, len(parts), _IOV_MAX):
+            group = parts[start : start + _IOV_MAX]
+            step = os.pwritev(self._spill_fd, group, offset + written)
+            written += step
+            if step < sum(len(part) for part in group):
+                break
+        if written < total:  # short write (a signal, a full disk): finish it plainly
+            rest = memoryview(b"".join(parts))[written:]
+            while rest:
+                step = os.pwrite(self._spill_fd, rest, offset + total - len(rest))
+                rest = rest[step:]
 
     def _say_waiting(self) -> None:
         if not self._said_waiting:

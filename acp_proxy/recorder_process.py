@@ -152,18 +152,19 @@ def record_from_tap(
 
     def read_tap() -> None:
         try:
-            for kind, direction, mono_ns, payload in tap.messages():
-                if kind == CHUNK:
-                    queue.put(direction, mono_ns, payload)
-                elif kind == UPDATE:
-                    with lock:
-                        if recorder is None:
-                            early_updates.update(decode_json(payload))
-                        else:
-                            recorder.set_connection(**decode_json(payload))
-                elif kind == CONFIG:
-                    settings.update(decode_json(payload))
-                    configured.set()
+            for batch in tap.batches():
+                chunks = [(d, ns, payload) for kind, d, ns, payload in batch if kind == CHUNK]
+                queue.put_many(chunks)
+                for kind, _, _, payload in batch:
+                    if kind == UPDATE:  # connection columns: their place among chunks is moot
+                        with lock:
+                            if recorder is None:
+                                early_updates.update(decode_json(payload))
+                            else:
+                                recorder.set_connection(**decode_json(payload))
+                    elif kind == CONFIG:
+                        settings.update(decode_json(payload))
+                        configured.set()
         finally:
             queue.close()
             configured.set()

@@ -265,12 +265,21 @@ class TapReader:
 
     def messages(self) -> Iterator[Message]:
         """``(kind, direction, mono_ns, payload)`` in the writers' order; ends at end of file."""
+        for batch in self.batches():
+            yield from batch
+
+    def batches(self) -> Iterator[list[Message]]:
+        """The messages in the writers' order, in lists: all that one look at the tap found.
+
+        Handing them on a list at a time (not one by one) is what keeps the reader thread
+        cheap: per look, not per chunk, it takes a lock and wakes the recorder.
+        """
         if self._shared is None:
             yield from self._from_pipe()
         else:
             yield from self._from_ring(self._shared)
 
-    def _from_ring(self, shared: mmap.mmap) -> Iterator[Message]:
+    def _from_ring(self, shared: mmap.mmap) -> Iterator[list[Message]]:
         words = memoryview(shared).cast("Q")
         data = memoryview(shared)[_CONTROL_BYTES:]
         unpack = HEADER.unpack_from
@@ -283,6 +292,7 @@ class TapReader:
         while True:
             published = words[_WRITE]
             if position < published:
+                batch: list[Message] = []
                 while position < published:
                     offset = position % capacity
                     if capacity - offset >= HEADER.size:
@@ -298,7 +308,8 @@ class TapReader:
                     position += HEADER.size + _padded(length)
                     words[_READ] = position  # copied out: room for the writers
                     direction = DIRECTIONS_BY_CODE.get(code, Direction.AGENT_STDERR)
-                    yield kind, direction, mono_ns, payload
+                    batch.append((kind, direction, mono_ns, payload))
+                yield batch
                 last_data = time.monotonic()
             elif ended:  # the writer closed its end after its last record: all is read
                 return
@@ -324,7 +335,7 @@ class TapReader:
         first = min(length, self._capacity - offset)
         return bytes(data[offset : offset + first]) + bytes(data[: length - first])
 
-    def _from_pipe(self) -> Iterator[Message]:
+    def _from_pipe(self) -> Iterator[list[Message]]:
         buffer = b""
         header_size = HEADER.size
         unpack = HEADER.unpack_from
@@ -334,14 +345,18 @@ class TapReader:
                 return  # a message cut short by the proxy's death is dropped
             buffer = buffer + data if buffer else data
             start = 0
+            batch: list[Message] = []
             while len(buffer) - start >= header_size:
                 kind, code, length, mono_ns = unpack(buffer, start)
                 end = start + header_size + length
                 if end > len(buffer):
                     break
                 payload = buffer[start + header_size : end]
-                yield kind, DIRECTIONS_BY_CODE.get(code, Direction.AGENT_STDERR), mono_ns, payload
+                direction = DIRECTIONS_BY_CODE.get(code, Direction.AGENT_STDERR)
+                batch.append((kind, direction, mono_ns, payload))
                 start = end
+            if batch:
+                yield batch
             buffer = buffer[start:]
             if len(data) < 64 * 1024:
                 # A trickle (interactive traffic): let it gather for a moment, so that the

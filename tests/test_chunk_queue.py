@@ -30,20 +30,21 @@ def drain(queue: ChunkQueue, limit: int = 1 << 62) -> list[ChunkItem]:
     take_after=st.lists(st.integers(min_value=0, max_value=60), max_size=8),
     memory=st.integers(min_value=1, max_value=600),
     limit=st.integers(min_value=1, max_value=900),
+    group=st.integers(min_value=1, max_value=8),
 )
 def test_order_is_kept_whatever_the_spilling(
-    chunks: list[bytes], take_after: list[int], memory: int, limit: int
+    chunks: list[bytes], take_after: list[int], memory: int, limit: int, group: int
 ) -> None:
     queue = ChunkQueue(memory_bytes=memory, spill_bytes=1 << 30)
     expected = [(C2A if i % 3 else A2C, i, chunk) for i, chunk in enumerate(chunks)]
     taken: list[ChunkItem] = []
     points = set(take_after)
-    for i, item in enumerate(expected):
+    for i in range(0, len(expected), group):  # the reader hands over what one look found
         if i in points:  # the recorder takes some while the reader is still putting
             batch = queue.take(limit=limit, idle=0)
             assert batch is not None
             taken += batch
-        queue.put(*item)
+        queue.put_many(expected[i : i + group])
     queue.close()
     taken += drain(queue, limit)
     assert taken == expected
@@ -58,6 +59,15 @@ def test_memory_holds_at_most_the_bound_and_the_rest_spills(tmp_path: Path) -> N
     assert list(tmp_path.iterdir()) == []  # the spill file is unlinked from the start
     queue.close()
     assert [mono for _, mono, _ in drain(queue, limit=2500)] == list(range(100))
+
+
+def test_a_spill_of_more_records_than_one_system_call_takes(tmp_path: Path) -> None:
+    queue = ChunkQueue(memory_bytes=10, spill_bytes=1 << 30, spill_dir=str(tmp_path))
+    items = [(A2C, i, b"%d\n" % i) for i in range(3000)]  # 6,000 buffers: several pwritev
+    queue.put_many(items)
+    queue.close()
+    assert drain(queue, 1 << 20) == items
+    assert queue.spilled_bytes >= sum(len(chunk) for _, _, chunk in items) - 10  # all but memory
 
 
 def test_a_full_spill_makes_put_wait_and_says_so_once() -> None:
