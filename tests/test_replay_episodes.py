@@ -222,16 +222,19 @@ def test_an_agent_that_does_not_reproduce_the_prefix_fails_the_catch_up() -> Non
     assert [e["id"] for e in errors] == [2]  # the held prompt is answered with an error
 
 
-def test_catch_up_answers_the_agents_requests_with_the_clients_answers() -> None:
-    answer = result(4, {"outcome": {"outcome": "selected", "optionId": "ok"}})
-    log = [
+def permission_log() -> list[tuple[str, bytes]]:
+    """A conversation in which the agent asked the client (request id 4) and was answered."""
+    return [
         ("c2a", new_session()),
         ("a2c", result(1, {"sessionId": "told"})),
         ("c2a", prompt("hi", "told")),
         ("a2c", ask("told", 4)),
-        ("c2a", answer),
+        ("c2a", result(4, {"outcome": {"outcome": "selected", "optionId": "ok"}})),
     ]
-    live = Live(log, [prompt("more", "told", rpc_id=3)], 0)
+
+
+def test_catch_up_answers_the_agents_requests_with_the_clients_answers() -> None:
+    live = Live(permission_log(), [prompt("more", "told", rpc_id=3)], 0)
     assert live.to_agent() == new_session()
     live.agent_frame(result(1, {"sessionId": "s-live"}), 0)
     assert json.loads(live.to_agent())["params"]["sessionId"] == "s-live"
@@ -315,15 +318,7 @@ def test_the_prefix_tree_is_walked_branch_by_branch() -> None:
 
 
 def test_a_live_request_never_reuses_an_id_the_client_knows() -> None:
-    answer = result(4, {"outcome": {"outcome": "selected", "optionId": "ok"}})
-    log = [
-        ("c2a", new_session()),
-        ("a2c", result(1, {"sessionId": "told"})),
-        ("c2a", prompt("hi", "told")),
-        ("a2c", ask("told", 4)),  # the client knows agent request id 4
-        ("c2a", answer),
-    ]
-    live = Live(log, [], 0)
+    live = Live(permission_log(), [], 0)  # the client knows agent request id 4
     live.to_agent()
     live.agent_frame(result(1, {"sessionId": "s-live"}), 0)
     live.to_agent()
