@@ -13,7 +13,7 @@ Rules:
   and loaded whole (a native ``memoryview`` item). The protocol relies on the processor
   keeping stores in order and loads in order (x86-64's memory model); ``ring_supported`` says
   where that holds, and elsewhere the same records go through a plain pipe instead
-  (``PipeChannel``), with the same reader.
+  (``Channel(ring=False)``), with the same reader.
 - Waking the reader: it polls the ring every ``ACTIVE_POLL_SECONDS`` while traffic flows (a
   burst of chunks costs it one wake-up, and the writers nothing); after ``IDLE_SECONDS``
   without data it raises the ``sleeping`` word and waits on the wake pipe, and a writer that
@@ -90,8 +90,6 @@ class Channel:
     def writer(self) -> Tap:
         """The proxy's end (closes the reader's end of the pipe in this process)."""
         os.close(self.read_fd)
-        if self.shared is None:
-            return Tap(self.write_fd)
         return Tap(self.write_fd, self.shared, self.ring_bytes)
 
     def reader(self) -> TapReader:
@@ -110,7 +108,6 @@ class Tap:
         self._shared = shared
         self._capacity = ring_bytes
         self._half = ring_bytes // 2
-        self._pack_into = HEADER.pack_into
         if shared is not None:
             self._words = memoryview(shared).cast("Q")
             self._data = memoryview(shared)[_CONTROL_BYTES:]
@@ -127,26 +124,12 @@ class Tap:
     def put_view(self, direction: Direction, mono_ns: int, chunk: memoryview) -> None:
         """``put`` for a view into the forwarding thread's buffer (copied into the tap).
 
-        The common case (the ring, a chunk that fits without wrapping, room in the ring) is
-        written out inline: it runs once per forwarded chunk.
+        It runs once per forwarded chunk: a chunk that fits the ring goes straight to it.
         """
-        size = len(chunk)
         with self._lock:
-            if self._shared is not None and size <= MAX_CHUNK and self._open:
-                start = self._write
-                end = start + HEADER.size + ((size + 7) & ~7)
-                offset = start % self._capacity
-                words = self._words
-                read = words[_READ]
-                if offset + HEADER.size + size <= self._capacity and end - read <= self._capacity:
-                    self._pack_into(self._data, offset, CHUNK, DIRECTION_CODES[direction],
-                                    size, mono_ns)  # fmt: skip
-                    self._data[offset + HEADER.size : offset + HEADER.size + size] = chunk
-                    self._write = end
-                    words[_WRITE] = end  # published
-                    if words[_SLEEPING] or start - read <= self._half < end - read:
-                        self._wake()
-                    return
+            if self._shared is not None and len(chunk) <= MAX_CHUNK and self._open:
+                self._send_by_ring(CHUNK, DIRECTION_CODES[direction], mono_ns, chunk)
+                return
         self._send(CHUNK, DIRECTION_CODES[direction], mono_ns, chunk)
 
     def update(self, **columns: Any) -> None:
