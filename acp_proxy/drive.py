@@ -30,13 +30,13 @@ from typing import Any
 import orjson
 
 from .diffing import first_difference
+from .jsonrpc import NOT_JSON, parse_json
 from .normalize import Normalizer, canonical
 from .replay_placeholders import Bindings, has_placeholder
 from .replay_script import RecordedFrame
 from .replay_values import ValueMap
 
 CONTEXT = 3
-_NOT_JSON = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,13 +47,6 @@ class Divergence:
     actual: str | None  # normalized live frame
     path: str | None  # first differing JSON path, when both are JSON
     context: tuple[str, ...]  # the frames before it, "client: ..." / "agent: ..."
-
-
-def _parse(raw: bytes) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return _NOT_JSON
 
 
 def _text(raw: bytes) -> str:
@@ -102,17 +95,17 @@ class Drive:
         """One frame the live agent sent (a line, newline included)."""
         if self.divergence is not None:
             return
-        live = _parse(raw)
+        live = parse_json(raw)
         actual = self._agent_text(self._live, live, raw)
         row = self.expected
         if row is None:
             self._diverge("the agent sent a frame the recording does not have", None, None, actual)
             return
-        recorded = _parse(row.raw)
+        recorded = parse_json(row.raw)
         expected = self._agent_text(self._recorded, recorded, row.raw)
         if not self._same(recorded, live, expected, actual):
             path = None
-            if recorded is not _NOT_JSON and live is not _NOT_JSON:
+            if recorded is not NOT_JSON and live is not NOT_JSON:
                 path = first_difference(orjson.loads(expected), orjson.loads(actual))
             where = f", differs at {path}" if path else ""
             self._diverge(f"the agent's frame differs from the recording{where}", row.seq,
@@ -127,26 +120,26 @@ class Drive:
         """The agent's output ended (it exited or closed stdout)."""
         row = self.expected
         if row is not None:
-            expected = self._agent_text(self._recorded, _parse(row.raw), row.raw)
+            expected = self._agent_text(self._recorded, parse_json(row.raw), row.raw)
             self._diverge("the agent's output ended before this frame", row.seq, expected, None)
 
     def timed_out(self, seconds: float) -> None:
         """Nothing came from the agent for ``seconds`` while a frame was expected."""
         row = self.expected
         if row is not None:
-            expected = self._agent_text(self._recorded, _parse(row.raw), row.raw)
+            expected = self._agent_text(self._recorded, parse_json(row.raw), row.raw)
             reason = f"timed out after {seconds:g}s waiting for this frame from the agent"
             self._diverge(reason, row.seq, expected, None)
 
     def _agent_text(self, normalizer: Normalizer, value: Any, raw: bytes) -> str:
-        if value is _NOT_JSON:
+        if value is NOT_JSON:
             return _text(raw)
         return canonical(normalizer.message("agent", value)).decode()
 
     def _same(self, recorded: Any, live: Any, expected: str, actual: str) -> bool:
         if expected == actual:
             return True
-        if recorded is _NOT_JSON or live is _NOT_JSON:
+        if recorded is NOT_JSON or live is NOT_JSON:
             return False
         recorded_value = orjson.loads(expected)
         if not has_placeholder(recorded_value):
@@ -165,8 +158,8 @@ class Drive:
         raw = self.bindings.substitute(raw)
         if not raw.endswith(b"\n"):
             raw += b"\n"
-        value = _parse(raw)
-        if value is _NOT_JSON:
+        value = parse_json(raw)
+        if value is NOT_JSON:
             self._context.append(f"client: {_text(raw)}")
             return raw
         sent = self.values.to_peer(value)

@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 
-from .jsonrpc import Kind, decode, envelope, id_key
+from .jsonrpc import NOT_JSON, Kind, decode, envelope, id_key, parse_json
 from .normalize import Normalizer, canonical
 from .replay import Options, Replay, Step, error_frame
 from .replay_ids import id_span
@@ -42,8 +42,6 @@ from .replay_match import Matcher
 from .replay_placeholders import Bindings, has_placeholder
 from .replay_script import Script
 from .replay_values import ValueMap
-
-_NOT_JSON = object()
 
 
 def frames_of(out: bytes) -> Iterator[bytes]:
@@ -241,17 +239,10 @@ def follow(
     return replay, values
 
 
-def _parse(raw: bytes) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return _NOT_JSON
-
-
 def _client(normalizer: Normalizer, raw: bytes) -> None:
     """Client frames take part in numbering, so both sides number minted values alike."""
-    value = _parse(raw)
-    if value is not _NOT_JSON:
+    value = parse_json(raw)
+    if value is not NOT_JSON:
         normalizer.message("client", value)
 
 
@@ -259,8 +250,8 @@ def _same(
     told_side: Normalizer, episode_side: Normalizer, values: ValueMap, told_raw: bytes,
     episode_raw: bytes,
 ) -> bool:  # fmt: skip
-    told, episode = _parse(told_raw), _parse(episode_raw)
-    if told is _NOT_JSON or episode is _NOT_JSON:
+    told, episode = parse_json(told_raw), parse_json(episode_raw)
+    if told is NOT_JSON or episode is NOT_JSON:
         return told_raw.rstrip(b"\r\n") == episode_raw.rstrip(b"\r\n")
     if not values.learn(told, episode):
         return False

@@ -32,10 +32,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import orjson
-
 from .drive import Drive, report
-from .jsonrpc import id_key
+from .jsonrpc import id_key, is_request, parse_json
 from .replay_script import RecordedFrame
 
 Log = list[tuple[str, bytes]]  # ("c2a" | "a2c", raw frame)
@@ -65,9 +63,10 @@ class Live:
         self.relayed = 0  # client frames relayed after catch-up
         # Every agent request id the client knows: no live request may reuse one of them.
         self._told_request_ids = {
-            id_key(value["id"]) for direction, raw in log if direction == "a2c"
-            for value in (_request(raw),) if value is not None
-        }  # fmt: skip
+            id_key(request["id"])
+            for direction, raw in log
+            if direction == "a2c" and (request := _request(raw)) is not None
+        }
         self._check()
 
     @property
@@ -175,9 +174,5 @@ class Live:
 
 def _request(raw: bytes) -> dict[str, Any] | None:
     """The frame as a JSON-RPC request object, or None."""
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    is_request = isinstance(value, dict) and "method" in value and "id" in value
-    return value if is_request else None
+    value = parse_json(raw)
+    return value if is_request(value) else None

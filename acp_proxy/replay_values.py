@@ -25,17 +25,8 @@ from typing import Any
 
 import orjson
 
-from .jsonrpc import id_key
+from .jsonrpc import NOT_JSON, id_key, is_request, parse_json
 from .normalize import ID_KEYS
-
-_NOT_JSON = object()
-
-
-def _parse(raw: bytes) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return _NOT_JSON
 
 
 class ValueMap:
@@ -61,7 +52,7 @@ class ValueMap:
     def learn(self, told: Any, peer: Any) -> bool:
         """Pair the minted values (and agent request id) of two corresponding frames."""
         consistent = self._pair(told, peer)
-        if _is_request(told) and _is_request(peer):
+        if is_request(told) and is_request(peer):
             consistent &= self.learn_request(told["id"], peer["id"])
         return consistent
 
@@ -114,7 +105,7 @@ class ValueMap:
     def to_told(self, value: Any) -> Any:
         """A copy of a peer's frame with its values replaced by the ones the client knows."""
         out = _rewrite(value, self._to_told)
-        if _is_request(out):
+        if is_request(out):
             told_id = self._requests_back.get(id_key(out["id"]))
             if told_id is not None:
                 out["id"] = told_id
@@ -129,15 +120,11 @@ class ValueMap:
     def _bytes(self, raw: bytes, rewrite: Any) -> bytes:
         if self.empty:
             return raw
-        value = _parse(raw)
-        if value is _NOT_JSON:
+        value = parse_json(raw)
+        if value is NOT_JSON:
             return raw
         out = rewrite(value)
         return raw if out == value else orjson.dumps(out) + b"\n"
-
-
-def _is_request(value: Any) -> bool:
-    return isinstance(value, dict) and "method" in value and "id" in value
 
 
 def _rewrite(value: Any, mapping: dict[Any, Any]) -> Any:
