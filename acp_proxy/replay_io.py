@@ -35,6 +35,62 @@ _STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 GONE = select.POLLERR | select.POLLHUP | select.POLLNVAL
 
 
+class ClientSide:
+    """The client's end of a replay shell (this module's loop and replay_live_io.py's).
+
+    Its stdin cut into frames, our non-blocking stdout and what still waits to go out there,
+    and with a tap, every chunk put on it as ``record`` does: read chunks when read, written
+    ones before they are written.
+    """
+
+    def __init__(
+        self, stdin_fd: int, stdout_fd: int, tap: Tap | None, clock: Callable[[], int]
+    ) -> None:
+        self.stdin_fd, self.stdout_fd, self.tap, self.clock = stdin_fd, stdout_fd, tap, clock
+        self.pending = memoryview(b"")  # what stdout has not taken yet
+        self.progress = clock()  # when stdout last accepted bytes (or had nothing to take)
+        self.reading = True  # until stdin ends
+        self._splitter = LineSplitter()
+
+    def send(self, out: bytes, now: int) -> None:
+        """Queue bytes for the client's stdin (our stdout)."""
+        if self.tap is not None:
+            self.tap.put(Direction.AGENT_TO_CLIENT, now, out)
+        self.pending = memoryview(bytes(self.pending) + out) if self.pending else memoryview(out)
+
+    def flush(self, now: int) -> bool:
+        """Write what our stdout takes now, without waiting; False once the client is gone."""
+        if not self.pending:
+            self.progress = now
+            return True
+        try:
+            written = os.write(self.stdout_fd, self.pending)
+        except BlockingIOError:
+            written = 0
+        except OSError:  # EPIPE: the client is gone
+            return False
+        if written:
+            self.pending, self.progress = self.pending[written:], now
+        return True
+
+    def stalled(self, now: int, timeout_ns: int) -> bool:
+        """Whether the client has read nothing of what waits for longer than ``timeout_ns``."""
+        return bool(self.pending) and now - self.progress > timeout_ns
+
+    def read(self) -> tuple[int, list[bytes], bool]:
+        """Read what stdin holds: when it was read, the frames it completes, and whether stdin
+        has ended (then the last line without a newline, if any, is among the frames)."""
+        chunk = os.read(self.stdin_fd, READ_SIZE)
+        now = self.clock()
+        if self.tap is not None:
+            self.tap.put(Direction.CLIENT_TO_AGENT, now, chunk)
+        if chunk:
+            return now, [bytes(frame.raw) for frame in self._splitter.feed(chunk)], False
+        self.reading = False
+        tail = self._splitter.finish()
+        return now, ([] if tail is None else [bytes(tail.raw)]), True
+
+
 def serve(
     replay: Replay,
     timeout_ns: int,
@@ -57,10 +113,7 @@ def _loop(
     clock: Callable[[], int],
 ) -> None:
     stdin_fd, stdout_fd, signals = fds
-    splitter = LineSplitter()
-    reading = True
-    pending = memoryview(b"")
-    progress = clock()  # when stdout last accepted bytes (or had nothing to take)
+    client = ClientSide(stdin_fd, stdout_fd, tap, clock)
     poller = select.poll()
     poller.register(stdin_fd, select.POLLIN)
     poller.register(signals, select.POLLIN)
@@ -68,32 +121,22 @@ def _loop(
         now = clock()
         step = replay.advance(now)
         if step.out:
-            if tap is not None:
-                tap.put(Direction.AGENT_TO_CLIENT, now, step.out)
-            pending = memoryview(bytes(pending) + step.out) if pending else memoryview(step.out)
-        if pending:
-            try:
-                written = os.write(stdout_fd, pending)
-            except BlockingIOError:
-                written = 0
-            except OSError:  # EPIPE: the client is gone
-                replay.stop("the client closed its end of the connection")
-                return
-            if written:
-                pending, progress = pending[written:], now
-        else:
-            progress = now
-        if step.done and not pending:
+            client.send(step.out, now)
+        if not client.flush(now):
+            replay.stop("the client closed its end of the connection")
             return
-        if pending and now - progress > timeout_ns:
+        if step.done and not client.pending:
+            return
+        if client.stalled(now, timeout_ns):
             replay.stop(f"the client read nothing for {timeout_ns / 1e9:g}s")
             return
-        if reading and step.done:
+        if client.reading and step.done:
             poller.unregister(stdin_fd)
-            reading = False
+            client.reading = False
         wake = step.wake_at if step.wake_at is not None else now + 10**9
+        pending = bool(client.pending)
         if pending:
-            wake = min(wake, progress + timeout_ns + 1)
+            wake = min(wake, client.progress + timeout_ns + 1)
             poller.register(stdout_fd, select.POLLOUT)
         wait_ms = max(0, -(-(wake - now) // 1_000_000))
         events = poller.poll(wait_ms)
@@ -106,21 +149,13 @@ def _loop(
             elif fd == stdout_fd and event & GONE and not event & select.POLLOUT:
                 replay.stop("the client closed its end of the connection")
                 return
-            elif fd == stdin_fd and reading:
-                chunk = os.read(stdin_fd, READ_SIZE)
-                now = clock()
-                if tap is not None:
-                    tap.put(Direction.CLIENT_TO_AGENT, now, chunk)
-                if chunk:
-                    for frame in splitter.feed(chunk):
-                        replay.receive(bytes(frame.raw), now)
-                    continue
-                tail = splitter.finish()
-                if tail is not None:
-                    replay.receive(bytes(tail.raw), now)
-                replay.client_closed(now)
-                poller.unregister(stdin_fd)
-                reading = False
+            elif fd == stdin_fd and client.reading:
+                now, frames, ended = client.read()
+                for raw in frames:
+                    replay.receive(raw, now)
+                if ended:
+                    replay.client_closed(now)
+                    poller.unregister(stdin_fd)
 
 
 @contextlib.contextmanager

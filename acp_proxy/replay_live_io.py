@@ -1,10 +1,10 @@
 """The I/O shell of a replay that follows episodes and may go live (replay_episodes.py).
 
 Rules:
-- The client's side is served as replay_io.py serves it: one thread, one ``poll`` loop over
-  the client's stdin, our non-blocking stdout and a signal wakeup pipe; stdout carries nothing
-  but protocol bytes; SIGINT, SIGTERM and SIGHUP end the run; a client that stops reading is
-  given up after the timeout.
+- The client's side is served as replay_io.py serves it (``replay_io.ClientSide``: reading,
+  writing, the tap): one thread, one ``poll`` loop over the client's stdin, our non-blocking
+  stdout and a signal wakeup pipe; stdout carries nothing but protocol bytes; SIGINT, SIGTERM
+  and SIGHUP end the run; a client that stops reading is given up after the timeout.
 - When the engine goes live, the real agent is started (spawn.py: pipes, its own process
   group) and joins the same loop: its stdin non-blocking and written as it accepts, its stdout
   cut into frames for the engine, its stderr passed on to ours. A command that cannot start
@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from .acp import Direction
 from .drive_io import end_agent
 from .replay_episodes import Episodes
-from .replay_io import GONE, READ_SIZE, non_blocking, signal_pipe
+from .replay_io import GONE, READ_SIZE, ClientSide, non_blocking, signal_pipe
 from .spawn import SpawnFailed, spawn_agent
 from .tap import Tap
 from .wire import LineSplitter
@@ -71,48 +71,34 @@ class Shell:
 
     def _loop(self, signals: int) -> None:
         engine, clock = self.engine, self.clock
-        client_splitter = LineSplitter()
-        reading = True
-        pending = b""
-        progress = clock()
+        client = ClientSide(self.stdin_fd, self.stdout_fd, self.tap, clock)
         while True:
             now = clock()
             step = engine.advance(now)
             if step.out:
-                if self.tap is not None:
-                    self.tap.put(Direction.AGENT_TO_CLIENT, now, step.out)
-                pending += step.out
+                client.send(step.out, now)
             self._feed_agent(now)
-            if pending:
-                try:
-                    written = os.write(self.stdout_fd, pending)
-                except BlockingIOError:
-                    written = 0
-                except OSError:  # EPIPE: the client is gone
-                    engine.stop("the client closed its end of the connection")
-                    return
-                if written:
-                    pending, progress = pending[written:], now
-            else:
-                progress = now
-            if step.done and not pending:
+            if not client.flush(now):
+                engine.stop("the client closed its end of the connection")
                 return
-            if pending and now - progress > self.timeout_ns:
+            if step.done and not client.pending:
+                return
+            if client.stalled(now, self.timeout_ns):
                 engine.stop(f"the client read nothing for {self.timeout_ns / 1e9:g}s")
                 return
             if self._closing_at is not None and now - self._closing_at > self.grace_ns:
                 engine.stop("the agent's output did not end after its stdin closed")
                 continue
             wake = step.wake_at if step.wake_at is not None else now + 10**9
-            if pending:
-                wake = min(wake, progress + self.timeout_ns + 1)
+            if client.pending:
+                wake = min(wake, client.progress + self.timeout_ns + 1)
             if self._closing_at is not None:
                 wake = min(wake, self._closing_at + self.grace_ns + 1)
             poller = select.poll()
             poller.register(signals, select.POLLIN)
-            if reading and not step.done:
+            if client.reading and not step.done:
                 poller.register(self.stdin_fd, select.POLLIN)
-            if pending:
+            if client.pending:
                 poller.register(self.stdout_fd, select.POLLOUT)
             for fd in self._agent_fds:
                 poller.register(fd, select.POLLIN)
@@ -127,19 +113,12 @@ class Shell:
                 elif fd == self.stdout_fd and event & GONE and not event & select.POLLOUT:
                     engine.stop("the client closed its end of the connection")
                     return
-                elif fd == self.stdin_fd and reading:
-                    chunk = os.read(self.stdin_fd, READ_SIZE)
-                    if self.tap is not None:
-                        self.tap.put(Direction.CLIENT_TO_AGENT, now, chunk)
-                    if chunk:
-                        for frame in client_splitter.feed(chunk):
-                            engine.receive(bytes(frame.raw), now)
-                        continue
-                    tail = client_splitter.finish()
-                    if tail is not None:
-                        engine.receive(bytes(tail.raw), now)
-                    engine.client_closed(now)
-                    reading = False
+                elif fd == self.stdin_fd and client.reading:
+                    now, frames, ended = client.read()
+                    for raw in frames:
+                        engine.receive(raw, now)
+                    if ended:
+                        engine.client_closed(now)
                 elif fd in self._agent_fds:
                     self._read_agent(fd, now)
 
