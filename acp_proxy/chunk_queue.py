@@ -32,6 +32,9 @@ DEFAULT_SPILL_BYTES = 1024 * 1024 * 1024
 
 # A queue item: (direction, monotonic ns when read, chunk); an empty chunk ends a stream.
 ChunkItem = tuple[Direction, int, bytes]
+# What ``put_many`` accepts: the chunk may be a view (into the tap's ring), valid only during
+# the call; the queue copies it into memory or writes it to the spill file before returning.
+IncomingChunk = tuple[Direction, int, bytes | memoryview]
 
 _RECORD = struct.Struct("<BQI")  # direction code, monotonic ns, length
 _IOV_MAX = 1024  # buffers per pwritev call (Linux's limit)
@@ -74,15 +77,19 @@ class ChunkQueue:
         """Queue a forwarded chunk (an empty chunk means end of that stream)."""
         self.put_many([(direction, mono_ns, chunk)])
 
-    def put_many(self, items: list[ChunkItem]) -> None:
-        """Queue chunks in order: one lock, one wake-up and at most one spill write for all."""
+    def put_many(self, items: list[IncomingChunk]) -> None:
+        """Queue chunks in order: one lock, one wake-up and at most one spill write for all.
+
+        A chunk given as a view is used only during the call: what waits in memory is copied,
+        what spills is written to the file straight from the view.
+        """
         if not items:
             return
         with self._cond:
             self._last_put = time.monotonic()
             if self._waiting_since is None:
                 self._waiting_since = self._last_put
-            spill: list[bytes] = []  # records for the spill file, counted in _spill_written
+            spill: list[bytes | memoryview] = []  # spill records, counted in _spill_written
             for index, (direction, mono_ns, chunk) in enumerate(items):
                 if self._discarding:
                     self._discard_items(items[index:])
@@ -91,7 +98,7 @@ class ChunkQueue:
                 if not spilling and (
                     not self._items or self._bytes + len(chunk) <= self._memory_bytes
                 ):
-                    self._items.append((direction, mono_ns, chunk))
+                    self._items.append((direction, mono_ns, bytes(chunk)))
                     self._bytes += len(chunk)
                     continue
                 if self._spill_written - self._spill_read + len(chunk) > self._spill_bytes:
@@ -113,10 +120,10 @@ class ChunkQueue:
             self._write_spill(spill)
             self._cond.notify_all()
 
-    def _discard_items(self, items: list[ChunkItem]) -> None:
-        self.discarded_frames += sum(chunk.count(b"\n") for _, _, chunk in items)
+    def _discard_items(self, items: list[IncomingChunk]) -> None:
+        self.discarded_frames += sum(bytes(chunk).count(b"\n") for _, _, chunk in items)
 
-    def _write_spill(self, parts: list[bytes]) -> None:
+    def _write_spill(self, parts: list[bytes | memoryview]) -> None:
         """Write ``parts``, the records that end at ``_spill_written``, in one system call."""
         if not parts:
             return

@@ -9,7 +9,11 @@ Rules:
   is awake: that is the point (a pipe write per chunk cost more than the forwarding itself).
 - Positions are byte counts since the start (they only grow); a record may wrap around the
   end of the ring. The writer publishes ``write`` after the bytes are in place; the reader
-  publishes ``read`` after it has copied a record out. Each is one aligned 64-bit word, stored
+  publishes ``read`` once its consumer is done with a batch (payloads are handed on as views
+  into the ring, so the recorder writes each byte out of the ring once: a copy out and then a
+  spill write cost the reader twice the CPU, taken from a stream's cores). A writer that finds
+  the ring empty goes back to its start (a ``_SKIP`` record), so the ring is resident only as
+  far as the reader falls behind. Each position is one aligned 64-bit word, stored
   and loaded whole (a native ``memoryview`` item). The protocol relies on the processor
   keeping stores in order and loads in order (x86-64's memory model); ``ring_supported`` says
   where that holds, and elsewhere the same records go through a plain pipe instead
@@ -49,22 +53,35 @@ from .acp import Direction
 
 HEADER = struct.Struct("=BBxxIQ")  # kind, direction, (padding), payload length, monotonic ns
 CHUNK, UPDATE, CONFIG = 1, 2, 3
+_SKIP = 4  # ring only: the writer went back to the start of the ring; never a message
 DIRECTION_CODES = {Direction.CLIENT_TO_AGENT: 0, Direction.AGENT_TO_CLIENT: 1,
                    Direction.AGENT_STDERR: 2}  # fmt: skip
 DIRECTIONS_BY_CODE = {code: direction for direction, code in DIRECTION_CODES.items()}
 
-# The largest chunk a forwarding thread reads (forward.CHUNK_SIZE) must fit in the ring. The
-# ring counts in the resident memory of both processes once written over, so it stays small:
-# the recorder's reader thread empties it at memory speed into its own bounded queue.
-RING_BYTES = 2 * 1024 * 1024
+# The largest chunk a forwarding thread reads (forward.CHUNK_SIZE) must fit in the ring, and
+# so must the chunks that arrive while the reader waits for a core: a stream gives reads of
+# about half a megabyte, and a 2 MiB ring made forwarding wait for room 0 to 5 times per 80 MB
+# of 4 KB frames (15 repeats), 4 MiB 0 or 1 time. The ring counts in the resident memory of
+# both processes as far as it is written (see RESTART_OFFSET), so it stays this small: 8 MiB
+# took the pair to 91 MB with 16 MiB frames, 4 MiB to 83 MB (the bound is 100 MB).
+RING_BYTES = 4 * 1024 * 1024
 MAX_CHUNK = 1024 * 1024
 _CONTROL_BYTES = 4096  # the control words, each on its own cache line, before the data
 _WRITE, _READ, _SLEEPING = 0, 8, 16  # indices of 64-bit words in the control area
 
+# A writer that finds the ring empty this far from its start goes back to the start, so that
+# only as much of the ring is ever touched (resident) as the reader has fallen behind.
+RESTART_OFFSET = 512 * 1024
+# The reader hands on at most about this many bytes per batch: what it has copied out of the
+# ring is in the recorder's queue (bounded, spilling) before it copies more.
+READ_BATCH_BYTES = 1024 * 1024
+
 ACTIVE_POLL_SECONDS = 0.002
 IDLE_SECONDS = 0.2
 SLEEP_SECONDS = 0.05
-_FULL_POLL_MS = 1
+# While the ring is full the writer looks again this often: the reader frees a chunk's room
+# in well under a millisecond, and a forwarding thread must not sleep longer than that.
+FULL_WAIT_SECONDS = 0.0002
 
 
 def ring_supported() -> bool:
@@ -175,9 +192,20 @@ class Tap:
         size = len(payload)
         capacity = self._capacity
         start = self._write
-        end = start + HEADER.size + _padded(size)
         words = self._words
         read = words[_READ]
+        offset = start % capacity
+        if (
+            read == start
+            and offset >= max(RESTART_OFFSET, HEADER.size + _padded(size))
+            and offset <= capacity - HEADER.size
+        ):
+            # The reader has taken everything: rather than touch the next pages of the ring,
+            # go back to its start (resident, likely in cache) where this record fits.
+            HEADER.pack_into(self._data, offset, _SKIP, 0, capacity - offset - HEADER.size, 0)
+            start += capacity - offset
+            read = start  # the skipped bytes are free once the reader has passed them
+        end = start + HEADER.size + _padded(size)
         if end - read > capacity:
             if not self._wait_for_room(end):
                 return
@@ -207,10 +235,11 @@ class Tap:
         """Wait until the reader has made room up to ``end``; False if it is gone."""
         self.full_waits += 1
         while end - self._words[_READ] > self._capacity:
-            self._wake()  # in case it is asleep and missed the last wake-up
-            if not self._open or self._poller.poll(_FULL_POLL_MS):  # POLLERR: reader gone
+            self._wake()  # it may be between two looks, or asleep and have missed a wake-up
+            if not self._open or self._poller.poll(0):  # POLLERR: the reader has gone
                 self._stop()
                 return False
+            time.sleep(FULL_WAIT_SECONDS)
         return True
 
     def _wake(self) -> None:
@@ -233,7 +262,7 @@ class Tap:
             self._stop()  # the recorder process is gone; it has said why
 
 
-Message = tuple[int, Direction, int, bytes]  # kind, direction, monotonic ns, payload
+Message = tuple[int, Direction, int, bytes | memoryview]  # kind, direction, mono ns, payload
 
 
 class TapReader:
@@ -247,15 +276,21 @@ class TapReader:
         self._capacity = ring_bytes
 
     def messages(self) -> Iterator[Message]:
-        """``(kind, direction, mono_ns, payload)`` in the writers' order; ends at end of file."""
+        """``(kind, direction, mono_ns, payload)`` in the writers' order; ends at end of file.
+
+        Each payload is ``bytes`` of its own (copied out of the ring).
+        """
         for batch in self.batches():
-            yield from batch
+            yield from [(kind, d, ns, bytes(payload)) for kind, d, ns, payload in batch]
 
     def batches(self) -> Iterator[list[Message]]:
-        """The messages in the writers' order, in lists: all that one look at the tap found.
+        """The messages in the writers' order, in lists: what one look at the tap found.
 
         Handing them on a list at a time (not one by one) is what keeps the reader thread
-        cheap: per look, not per chunk, it takes a lock and wakes the recorder.
+        cheap: per look, not per chunk, it takes a lock and wakes the recorder. A payload may
+        be a ``memoryview`` into the ring, valid only until the next batch is asked for: the
+        room it takes is given back to the writers then. So the consumer writes a payload out
+        of the ring once (the recorder's spill file) instead of copying it out and then again.
         """
         if self._shared is None:
             yield from self._from_pipe()
@@ -276,6 +311,7 @@ class TapReader:
             published = words[_WRITE]
             if position < published:
                 batch: list[Message] = []
+                batch_bytes = 0
                 while position < published:
                     offset = position % capacity
                     if capacity - offset >= HEADER.size:
@@ -283,16 +319,28 @@ class TapReader:
                     else:
                         header = self._copy_out(data, position, HEADER.size)
                     kind, code, length, mono_ns = unpack(header)
+                    if kind == _SKIP:  # the writer went back to the start of the ring
+                        position += HEADER.size + length
+                        if not batch:
+                            words[_READ] = position
+                        continue
+                    if batch_bytes >= READ_BATCH_BYTES:
+                        yield batch
+                        words[_READ] = position  # the consumer is done with those views
+                        batch, batch_bytes = [], 0
+                    batch_bytes += length
                     start = (offset + HEADER.size) % capacity
+                    payload: bytes | memoryview
                     if start + length <= capacity:
-                        payload = shared[_CONTROL_BYTES + start : _CONTROL_BYTES + start + length]
-                    else:
+                        payload = data[start : start + length]
+                    else:  # a record that wraps around the end of the ring (rare)
                         payload = self._copy_out(data, position + HEADER.size, length)
                     position += HEADER.size + _padded(length)
-                    words[_READ] = position  # copied out: room for the writers
                     direction = DIRECTIONS_BY_CODE.get(code, Direction.AGENT_STDERR)
                     batch.append((kind, direction, mono_ns, payload))
-                yield batch
+                if batch:
+                    yield batch
+                words[_READ] = position  # the consumer is done with the batch: room for writers
                 last_data = time.monotonic()
             elif ended:  # the writer closed its end after its last record: all is read
                 return
@@ -347,7 +395,7 @@ class TapReader:
                 time.sleep(ACTIVE_POLL_SECONDS)
 
 
-def decode_json(payload: bytes) -> dict[str, Any]:
+def decode_json(payload: bytes | memoryview) -> dict[str, Any]:
     import orjson
 
     value = orjson.loads(payload)

@@ -61,6 +61,24 @@ def test_memory_holds_at_most_the_bound_and_the_rest_spills(tmp_path: Path) -> N
     assert [mono for _, mono, _ in drain(queue, limit=2500)] == list(range(100))
 
 
+def test_views_are_used_only_during_put_many(tmp_path: Path) -> None:
+    # The tap hands chunks over as views into its ring, which the writers reuse right after.
+    queue = ChunkQueue(memory_bytes=300, spill_bytes=1 << 20, spill_dir=str(tmp_path))
+    ring = bytearray(1000)
+    expected = []
+    for round_number in range(5):
+        ring[:] = bytes([round_number]) * 1000
+        whole = memoryview(ring)
+        queue.put_many(
+            [(A2C, round_number * 10 + i, whole[i * 200 : i * 200 + 200]) for i in range(5)]
+        )
+        expected += [(A2C, round_number * 10 + i, bytes([round_number]) * 200) for i in range(5)]
+        whole.release()  # fails if the queue still holds a view of the ring
+    assert queue.spilled_bytes > 0  # some went to memory, the rest to the spill file
+    queue.close()
+    assert drain(queue) == expected
+
+
 def test_a_spill_of_more_records_than_one_system_call_takes(tmp_path: Path) -> None:
     queue = ChunkQueue(memory_bytes=10, spill_bytes=1 << 30, spill_dir=str(tmp_path))
     items = [(A2C, i, b"%d\n" % i) for i in range(3000)]  # 6,000 buffers: several pwritev

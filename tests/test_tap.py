@@ -40,8 +40,12 @@ class Collector:
         return self.messages
 
 
+# Smaller than the real ring (tap.RING_BYTES), so that a few megabytes wrap around it often.
+SMALL_RING = 2 * 1024 * 1024
+
+
 def _pair(ring: bool) -> tuple[tap.Tap, Collector]:
-    channel = Channel(ring=ring)
+    channel = Channel(ring=ring, ring_bytes=SMALL_RING)
     # Both ends in one process: take the ends without closing the other side's descriptor.
     writer = tap.Tap(channel.write_fd, channel.shared, channel.ring_bytes)
     reader = TapReader(channel.read_fd, channel.shared, channel.ring_bytes)
@@ -148,7 +152,7 @@ def test_a_burst_wakes_a_reader_between_two_looks(monkeypatch: pytest.MonkeyPatc
     writer, collector = _pair(True)
     time.sleep(0.1)  # the reader has looked once and waits for its next look
     record = tap.HEADER.size + 65536
-    crossing = tap.RING_BYTES // 2 // record + 1  # the record that fills the ring past half
+    crossing = SMALL_RING // 2 // record + 1  # the record that fills the ring past half
     for number in range(crossing + 2):
         writer.put(Direction.AGENT_TO_CLIENT, number, b"x" * 65536)
     deadline = time.monotonic() + 10
@@ -163,7 +167,7 @@ def test_a_burst_wakes_a_reader_between_two_looks(monkeypatch: pytest.MonkeyPatc
 
 
 def test_everything_published_is_read_when_the_writer_is_killed() -> None:
-    channel = Channel(ring=True)
+    channel = Channel(ring=True, ring_bytes=SMALL_RING)
     pid = os.fork()
     if pid == 0:  # the proxy: publishes records, then dies without closing anything
         try:
@@ -179,7 +183,7 @@ def test_everything_published_is_read_when_the_writer_is_killed() -> None:
 
 
 def test_the_writer_stops_waiting_when_the_reader_is_gone() -> None:
-    channel = Channel(ring=True)
+    channel = Channel(ring=True, ring_bytes=SMALL_RING)
     pid = os.fork()
     if pid == 0:  # the recorder: dies without reading a byte
         os._exit(0)
@@ -191,6 +195,81 @@ def test_the_writer_stops_waiting_when_the_reader_is_gone() -> None:
     assert time.monotonic() - started < 10
     assert writer.full_waits <= 1  # it noticed at once (EPIPE or an error), then stopped sending
     writer.close()
+
+
+def test_a_full_ring_makes_the_writer_wait_until_the_reader_frees_room() -> None:
+    # The documented backpressure: nothing is dropped, the writer waits, then goes on promptly.
+    channel = Channel(ring=True, ring_bytes=SMALL_RING)
+    writer = tap.Tap(channel.write_fd, channel.shared, channel.ring_bytes)
+    reader = TapReader(channel.read_fd, channel.shared, channel.ring_bytes)
+    collectors: list[Collector] = []
+    late = threading.Timer(0.3, lambda: collectors.append(Collector(reader)))
+    late.start()  # the reader starts looking only after 0.3 s
+    started = time.monotonic()
+    payloads = [bytes([n]) * 65536 for n in range(64)]  # 4 MiB into a 2 MiB ring
+    for number, payload in enumerate(payloads):
+        writer.put(Direction.AGENT_TO_CLIENT, number, payload)
+    waited = time.monotonic() - started
+    late.join()
+    writer.close()
+    received = collectors[0].join()
+    assert [payload for _, _, _, payload in received] == payloads
+    assert writer.full_waits >= 1
+    assert waited >= 0.25  # it did wait for the reader: nothing was dropped or overwritten
+
+
+def test_a_writer_that_finds_the_ring_empty_goes_back_to_its_start() -> None:
+    # Only as much of the ring is touched (resident in both processes) as the reader lags.
+    channel = Channel(ring=True, ring_bytes=SMALL_RING)
+    assert channel.shared is not None
+    writer = tap.Tap(channel.write_fd, channel.shared, channel.ring_bytes)
+    collector = Collector(TapReader(channel.read_fd, channel.shared, channel.ring_bytes))
+    payload = b"z" * 65536
+    for number in range(300):  # 20 MB, each chunk taken before the next is written
+        writer.put(Direction.AGENT_TO_CLIENT, number, payload)
+        deadline = time.monotonic() + 10
+        while len(collector.messages) <= number and time.monotonic() < deadline:
+            time.sleep(0.0005)
+    writer.close()
+    assert [m[3] for m in collector.join()] == [payload] * 300
+    ring = channel.shared[-SMALL_RING:]  # the data area, after the control words
+    untouched = ring[tap.RESTART_OFFSET + tap.HEADER.size + len(payload) :]
+    assert untouched == bytes(len(untouched)), "the writer went on past the restart offset"
+
+
+def test_views_in_a_batch_stay_intact_until_the_next_batch_is_asked_for() -> None:
+    # The room of a batch's records goes back to the writers only when the consumer is done.
+    channel = Channel(ring=True, ring_bytes=SMALL_RING)
+    writer = tap.Tap(channel.write_fd, channel.shared, channel.ring_bytes)
+    payloads = [bytes([n % 251]) * 65536 for n in range(200)]  # 13 MB through 2 MiB
+
+    def write() -> None:
+        for number, payload in enumerate(payloads):
+            writer.put(Direction.AGENT_TO_CLIENT, number, payload)
+        writer.close()
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    received = []
+    for batch in TapReader(channel.read_fd, channel.shared, channel.ring_bytes).batches():
+        time.sleep(0.005)  # the writer is waiting for room meanwhile, and must not take it
+        received += [(number, bytes(payload)) for _, _, number, payload in batch]
+    thread.join()
+    assert received == list(enumerate(payloads))
+    assert writer.full_waits > 0  # the writer did run into the batches being held
+
+
+def test_the_reader_hands_on_batches_of_bounded_size() -> None:
+    # What the reader copied out is in the recorder's bounded queue before it copies more.
+    channel = Channel(ring=True, ring_bytes=SMALL_RING)
+    writer = tap.Tap(channel.write_fd, channel.shared, channel.ring_bytes)
+    for number in range(24):  # 1.5 MiB published before the reader first looks
+        writer.put(Direction.AGENT_TO_CLIENT, number, b"b" * 65536)
+    writer.close()
+    reader = TapReader(channel.read_fd, channel.shared, channel.ring_bytes)
+    batches = [[m[2] for m in batch] for batch in reader.batches()]
+    assert [n for batch in batches for n in batch] == list(range(24))
+    assert max(len(batch) for batch in batches) * 65536 <= tap.READ_BATCH_BYTES + 65536
 
 
 def test_the_ring_must_hold_the_largest_chunk() -> None:
