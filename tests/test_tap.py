@@ -166,6 +166,42 @@ def test_a_burst_wakes_a_reader_between_two_looks(monkeypatch: pytest.MonkeyPatc
     assert len(collector.join()) == crossing + 2
 
 
+def test_a_trickle_is_looked_at_slowly_and_a_stream_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Interactive traffic must not wake the reader every few milliseconds (it can delay a
+    # peer); a stream must still be taken at the active pace.
+    monkeypatch.setattr(tap, "TRICKLE_POLL_SECONDS", 60.0)  # a slow look: never in time here
+    monkeypatch.setattr(tap, "ACTIVE_POLL_SECONDS", 0.002)
+    monkeypatch.setattr(tap, "IDLE_SECONDS", 600.0)
+    writer, collector = _pair(True)
+    writer.put(Direction.AGENT_TO_CLIENT, 1, b"first\n")  # taken at the first, active, look
+    assert collector.arrived.wait(10)
+    time.sleep(0.05)  # the look found a trickle: the next one is a slow one
+    writer.put(Direction.AGENT_TO_CLIENT, 2, b"second\n")
+    time.sleep(0.3)
+    assert len(collector.messages) == 1, "a trickle was looked at at the active pace"
+    # A stream begins: a writer wakes the reader once a stream's worth of bytes waits (well
+    # before half the ring), and the reader takes everything in order.
+    burst = 64 * 1024
+    for number in range(3, 3 + tap.STREAM_LOOK_BYTES // burst + 1):
+        writer.put(Direction.AGENT_TO_CLIENT, number, b"x" * burst)
+    assert tap.STREAM_LOOK_BYTES + burst < SMALL_RING // 2
+    deadline = time.monotonic() + 10
+    while len(collector.messages) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert [m[2] for m in collector.messages[:3]] == [1, 2, 3]
+    # A stream found at that look keeps the reader at the active pace.
+    before = len(collector.messages)
+    writer.put(Direction.AGENT_TO_CLIENT, 99, b"y" * burst)
+    deadline = time.monotonic() + 2
+    while len(collector.messages) == before and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert len(collector.messages) > before, "a stream was looked at at the trickle pace"
+    writer.close()
+    collector.join()
+
+
 def test_everything_published_is_read_when_the_writer_is_killed() -> None:
     channel = Channel(ring=True, ring_bytes=SMALL_RING)
     pid = os.fork()
