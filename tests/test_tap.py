@@ -44,11 +44,16 @@ class Collector:
 SMALL_RING = 2 * 1024 * 1024
 
 
-def _pair(ring: bool) -> tuple[tap.Tap, Collector]:
+def _ends(ring: bool = True) -> tuple[Channel, tap.Tap, TapReader]:
+    """A channel and both its ends in this process (without closing the other side's end)."""
     channel = Channel(ring=ring, ring_bytes=SMALL_RING)
-    # Both ends in one process: take the ends without closing the other side's descriptor.
     writer = tap.Tap(channel.write_fd, channel.shared, channel.ring_bytes)
     reader = TapReader(channel.read_fd, channel.shared, channel.ring_bytes)
+    return channel, writer, reader
+
+
+def _pair(ring: bool) -> tuple[tap.Tap, Collector]:
+    _, writer, reader = _ends(ring)
     return writer, Collector(reader)
 
 
@@ -235,9 +240,7 @@ def test_the_writer_stops_waiting_when_the_reader_is_gone() -> None:
 
 def test_a_full_ring_makes_the_writer_wait_until_the_reader_frees_room() -> None:
     # The documented backpressure: nothing is dropped, the writer waits, then goes on promptly.
-    channel = Channel(ring=True, ring_bytes=SMALL_RING)
-    writer = tap.Tap(channel.write_fd, channel.shared, channel.ring_bytes)
-    reader = TapReader(channel.read_fd, channel.shared, channel.ring_bytes)
+    _, writer, reader = _ends()
     collectors: list[Collector] = []
     late = threading.Timer(0.3, lambda: collectors.append(Collector(reader)))
     late.start()  # the reader starts looking only after 0.3 s
@@ -256,10 +259,9 @@ def test_a_full_ring_makes_the_writer_wait_until_the_reader_frees_room() -> None
 
 def test_a_writer_that_finds_the_ring_empty_goes_back_to_its_start() -> None:
     # Only as much of the ring is touched (resident in both processes) as the reader lags.
-    channel = Channel(ring=True, ring_bytes=SMALL_RING)
+    channel, writer, reader = _ends()
     assert channel.shared is not None
-    writer = tap.Tap(channel.write_fd, channel.shared, channel.ring_bytes)
-    collector = Collector(TapReader(channel.read_fd, channel.shared, channel.ring_bytes))
+    collector = Collector(reader)
     payload = b"z" * 65536
     for number in range(300):  # 20 MB, each chunk taken before the next is written
         writer.put(Direction.AGENT_TO_CLIENT, number, payload)
@@ -275,8 +277,7 @@ def test_a_writer_that_finds_the_ring_empty_goes_back_to_its_start() -> None:
 
 def test_views_in_a_batch_stay_intact_until_the_next_batch_is_asked_for() -> None:
     # The room of a batch's records goes back to the writers only when the consumer is done.
-    channel = Channel(ring=True, ring_bytes=SMALL_RING)
-    writer = tap.Tap(channel.write_fd, channel.shared, channel.ring_bytes)
+    _, writer, reader = _ends()
     payloads = [bytes([n % 251]) * 65536 for n in range(200)]  # 13 MB through 2 MiB
 
     def write() -> None:
@@ -287,7 +288,7 @@ def test_views_in_a_batch_stay_intact_until_the_next_batch_is_asked_for() -> Non
     thread = threading.Thread(target=write)
     thread.start()
     received = []
-    for batch in TapReader(channel.read_fd, channel.shared, channel.ring_bytes).batches():
+    for batch in reader.batches():
         time.sleep(0.005)  # the writer is waiting for room meanwhile, and must not take it
         received += [(number, bytes(payload)) for _, _, number, payload in batch]
     thread.join()
@@ -296,13 +297,11 @@ def test_views_in_a_batch_stay_intact_until_the_next_batch_is_asked_for() -> Non
 
 
 def test_the_reader_hands_on_batches_of_bounded_size() -> None:
-    # What the reader copied out is in the recorder's bounded queue before it copies more.
-    channel = Channel(ring=True, ring_bytes=SMALL_RING)
-    writer = tap.Tap(channel.write_fd, channel.shared, channel.ring_bytes)
+    # What the reader handed on is in the recorder's bounded queue before it hands on more.
+    _, writer, reader = _ends()
     for number in range(24):  # 1.5 MiB published before the reader first looks
         writer.put(Direction.AGENT_TO_CLIENT, number, b"b" * 65536)
     writer.close()
-    reader = TapReader(channel.read_fd, channel.shared, channel.ring_bytes)
     batches = [[m[2] for m in batch] for batch in reader.batches()]
     assert [n for batch in batches for n in batch] == list(range(24))
     assert max(len(batch) for batch in batches) * 65536 <= tap.READ_BATCH_BYTES + 65536
