@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .entry import main
+from acp_proxy.cli.entry import main
 
 if __name__ == "__main__":
     main()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from acp_proxy.acp import Direction
+from acp_proxy.protocol.acp import Direction
 from tests.helpers import A2C, C2A, ERR, line
 
 

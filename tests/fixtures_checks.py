@@ -1,4 +1,4 @@
-"""A violating and a passing conversation for every rule of acp_proxy.checks.
+"""A violating and a passing conversation for every rule of acp_proxy.check.engine.
 
 Written from ../shared/acp/spec-digest.md section 8 and the v2 draft text
 (prompt-lifecycle-v2-draft.txt): v2 prompt responses are ``{"messageId": ...}`` receipts, turns
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from acp_proxy.acp import Direction
+from acp_proxy.protocol.acp import Direction
 from tests.helpers import A2C, C2A, line
 
 Frames = list[tuple[Direction, bytes]]

@@ -13,7 +13,7 @@ replay").
 
 from __future__ import annotations
 
-from acp_proxy.acp import Direction
+from acp_proxy.protocol.acp import Direction
 from tests.fixtures_transcript import HANDSHAKE, PROMPT, SESSION, u
 from tests.helpers import A2C, C2A, line
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from acp_proxy.acp import Direction
+from acp_proxy.protocol.acp import Direction
 from tests.fixtures_acp import update
 from tests.helpers import A2C, C2A, line
 

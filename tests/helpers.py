@@ -7,10 +7,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from acp_proxy.acp import Direction
-from acp_proxy.observer import ConnectionObserver, FrameRecord
-from acp_proxy.store import NewConnection, RecordingWriter, connect
-from acp_proxy.wire import LineSplitter
+from acp_proxy.protocol.acp import Direction
+from acp_proxy.protocol.observer import ConnectionObserver, FrameRecord
+from acp_proxy.protocol.wire import LineSplitter
+from acp_proxy.store.database import NewConnection, RecordingWriter, connect
 
 C2A, A2C, ERR = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT, Direction.AGENT_STDERR
 

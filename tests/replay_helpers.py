@@ -6,10 +6,10 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from acp_proxy.acp import Direction
-from acp_proxy.replay import Options, Replay, Step
-from acp_proxy.replay_match import Matcher
-from acp_proxy.replay_script import RecordedFrame, build
+from acp_proxy.protocol.acp import Direction
+from acp_proxy.replay.engine import Options, Replay, Step
+from acp_proxy.replay.match import Matcher
+from acp_proxy.replay.script import RecordedFrame, build
 from tests.helpers import observe_all
 
 Exchange = Sequence[tuple[Direction, bytes]]

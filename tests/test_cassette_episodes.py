@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from acp_proxy.cassette_episodes import repeats, split
-from acp_proxy.store_import import ImportRefused, import_jsonl
+from acp_proxy.store.importer import ImportRefused, import_jsonl
+from acp_proxy.testing.cassette_episodes import repeats, split
 
 DRIFT = Path(__file__).resolve().parent / "agents" / "drift_agent.py"
 PROXY = [sys.executable, "-m", "acp_proxy"]

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from acp_proxy.checks import Checker, Finding
-from acp_proxy.schema_files import SchemasUnavailable, cache_root, load_book, verify
-from acp_proxy.schemas import SchemaBook
+from acp_proxy.check.engine import Checker, Finding
+from acp_proxy.check.schema_files import SchemasUnavailable, cache_root, load_book, verify
+from acp_proxy.check.schemas import SchemaBook
 from tests.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION, update
 from tests.fixtures_checks import PROMPT, Frames, S, req, res, upd, v1, v2
 from tests.helpers import A2C, observe_all

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from acp_proxy import checkdoc
-from acp_proxy.checks import RULES
+from acp_proxy.check import doc as checkdoc
+from acp_proxy.check.engine import RULES
 
 
 def test_checks_doc_is_current() -> None:
-    assert checkdoc.main(["--check"]) == 0, "run: python -m acp_proxy.checkdoc"
+    assert checkdoc.main(["--check"]) == 0, "run: python -m acp_proxy.check.doc"
 
 
 def test_every_rule_has_a_row_with_source_and_fix() -> None:

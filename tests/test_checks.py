@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_proxy.acp import Direction
-from acp_proxy.checks import RULES, Checker, Finding, rule_ids, select_rules
-from acp_proxy.checks_base import DISABLED_BY_DEFAULT
-from acp_proxy.observer import ConnectionObserver, FrameRecord
-from acp_proxy.wire import LineSplitter
+from acp_proxy.check.base import DISABLED_BY_DEFAULT
+from acp_proxy.check.engine import RULES, Checker, Finding, rule_ids, select_rules
+from acp_proxy.protocol.acp import Direction
+from acp_proxy.protocol.observer import ConnectionObserver, FrameRecord
+from acp_proxy.protocol.wire import LineSplitter
 from tests.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
 from tests.fixtures_checks import CASES, Frames
 from tests.helpers import observe_all

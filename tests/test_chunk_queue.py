@@ -9,8 +9,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_proxy.acp import Direction
-from acp_proxy.chunk_queue import ChunkItem, ChunkQueue
+from acp_proxy.protocol.acp import Direction
+from acp_proxy.record.chunk_queue import ChunkItem, ChunkQueue
 
 C2A, A2C = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from acp_proxy.cli import main
+from acp_proxy.cli.main import main
 from tests.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
 from tests.fixtures_checks import CASES, PROMPT, res, v1
 from tests.helpers import write_recording

@@ -1,7 +1,7 @@
 """docs/cli.md is the rendered help of every command, and that rendering is reproducible.
 
 The expected text is always rendered afresh from the CLI (never a snapshot kept here), so a new
-command only needs `python -m acp_proxy.clidoc` to be run, not a change to these tests.
+command only needs `python -m acp_proxy.cli.doc` to be run, not a change to these tests.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from acp_proxy import clidoc
-from acp_proxy.cli import main as cli
+from acp_proxy.cli import doc as clidoc
+from acp_proxy.cli.main import main as cli
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "cli.md"
-REGENERATE = "run `python -m acp_proxy.clidoc` (from the repository root) to regenerate it"
+REGENERATE = "run `python -m acp_proxy.cli.doc` (from the repository root) to regenerate it"
 
 
 @pytest.fixture(scope="module")
@@ -111,13 +111,13 @@ def test_check_passes_on_a_fresh_file_and_fails_on_a_stale_one(
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "out of date" in err
-    assert "python -m acp_proxy.clidoc" in err
+    assert "python -m acp_proxy.cli.doc" in err
 
 
 def test_module_entry_point_check_exit_status(tmp_path: Path) -> None:
     missing = tmp_path / "nothing-here.md"
     result = subprocess.run(
-        [sys.executable, "-m", "acp_proxy.clidoc", "--check", str(missing)],
+        [sys.executable, "-m", "acp_proxy.cli.doc", "--check", str(missing)],
         capture_output=True,
         text=True,
         check=False,

@@ -168,9 +168,9 @@ def test_a_jsonl_export_replays_like_the_recording(v1_db: Path, tmp_path: Path) 
 def test_the_script_from_verbatim_rows_is_the_script_from_whole_frames(
     tmp_path: Path, name: str
 ) -> None:
-    from acp_proxy.replay_match import Matcher
-    from acp_proxy.replay_script import build
-    from acp_proxy.store_replay import load, load_script
+    from acp_proxy.replay.match import Matcher
+    from acp_proxy.replay.script import build
+    from acp_proxy.store.replay_reads import load, load_script
     from tests.fixtures_replay import V1_LOAD, V2_RESUME
     from tests.fixtures_transcript import V2_WALKTHROUGH
 

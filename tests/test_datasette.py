@@ -9,7 +9,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from acp_proxy.cli import main as cli
+from acp_proxy.cli.main import main as cli
 from tests.fixtures_acp import V1_CONVERSATION
 from tests.fixtures_transcript import V2_WALKTHROUGH
 from tests.helpers import write_recording

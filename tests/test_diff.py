@@ -11,9 +11,9 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_proxy.cli import main
-from acp_proxy.diffing import compare, first_difference, items
-from acp_proxy.normalize import Normalizer, canonical, parse_path, remove
+from acp_proxy.cli.main import main
+from acp_proxy.protocol.diffing import compare, first_difference, items
+from acp_proxy.protocol.normalize import Normalizer, canonical, parse_path, remove
 from tests.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
 from tests.helpers import observe_all, write_recording
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from acp_proxy.acp import Direction
-from acp_proxy.cli import main as cli
-from acp_proxy.observer import ConnectionObserver
-from acp_proxy.store import NewConnection, RecordingWriter, connect
-from acp_proxy.wire import LineSplitter
+from acp_proxy.cli.main import main as cli
+from acp_proxy.protocol.acp import Direction
+from acp_proxy.protocol.observer import ConnectionObserver
+from acp_proxy.protocol.wire import LineSplitter
+from acp_proxy.store.database import NewConnection, RecordingWriter, connect
 from tests.fixtures_acp import V1_CONVERSATION
 from tests.fixtures_transcript import V2_WALKTHROUGH
 from tests.helpers import A2C, C2A, ERR, line, write_recording

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from acp_proxy.cli import main as cli
+from acp_proxy.cli.main import main as cli
 from tests.fixtures_acp import update
 from tests.helpers import A2C, C2A, ERR, line, write_recording
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from acp_proxy.cli import main as cli
-from acp_proxy.store import NewConnection, RecordingWriter, connect
+from acp_proxy.cli.main import main as cli
+from acp_proxy.store.database import NewConnection, RecordingWriter, connect
 from tests.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
 from tests.fixtures_transcript import V2_WALKTHROUGH
 from tests.helpers import observe_all, write_recording

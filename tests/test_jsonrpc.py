@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from acp_proxy import jsonrpc
-from acp_proxy.jsonrpc import (
+from acp_proxy.protocol import jsonrpc
+from acp_proxy.protocol.jsonrpc import (
     Batch,
     Correlator,
     ErrorResponse,

@@ -1,4 +1,12 @@
-"""design.md's import rules: the sans-I/O floor knows no process, clock or database."""
+"""design.md's import rules, enforced by folder: the tree itself says what may import what.
+
+- ``protocol/``, every engine (``replay/`` but its ``shell/``, ``check/rules/``, the rule engine)
+  and every module whose docstring opens with "Sans-I/O" import no I/O, directly or through
+  the acp_proxy modules they import.
+- Only ``store/`` speaks SQL; only ``cli/`` imports click; nothing but ``cli/`` and
+  ``__main__`` imports ``cli/``.
+- ``record/`` never imports anyio or asyncio, not even through what it imports.
+"""
 
 from __future__ import annotations
 
@@ -10,24 +18,84 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).parent.parent / "acp_proxy"
-SANS_IO = ["wire", "jsonrpc", "acp", "observer", "errors", "paths"]
-SANS_IO += ["transcript", "transcript_values", "transcript_entities", "transcript_replay"]
-SANS_IO += ["transcript_state", "recording_values"]
-SANS_IO += ["checks", "checks_base", "schemas", "schema_files", "normalize", "diffing"]
-SANS_IO += ["check_report", "checkdoc"] + [f"checks_rules_{m}" for m in ("framing", "session")]
-SANS_IO += [f"checks_rules_{m}" for m in ("lifecycle", "updates", "replay")]
-SANS_IO += ["replay", "replay_script", "replay_expects", "replay_match", "replay_ids"]
-SANS_IO += ["replay_placeholders", "replay_history", "replay_report", "drive"]
-SANS_IO += ["replay_values", "replay_live", "replay_episodes", "cassette_episodes"]
-SANS_IO += ["secrets", "redact", "verify"]
-FORBIDDEN = ["anyio", "sqlite3", "click", "subprocess", "threading", "sqlite_utils"]
+IO_MODULES = {"os", "select", "sqlite3", "sqlite_utils", "subprocess", "anyio", "asyncio"}
+IO_MODULES |= {"click", "threading", "socket", "signal", "fcntl", "mmap", "tempfile", "shutil"}
+IO_MODULES |= {"pathlib", "io", "zipfile", "tarfile", "time", "uvicorn", "starlette", "mcp"}
+ENGINE_FOLDERS = ["protocol", "replay", "check/rules", "inspect/transcript"]
+ENGINE_MODULES = ["check/engine.py", "check/base.py"]
+NOT_ENGINES = ["replay/shell"]
 
 
-@pytest.mark.parametrize("module", SANS_IO)
-def test_sans_io_modules_import_no_io(module: str) -> None:
+def _modules() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def _name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module ``path`` imports, at any depth of its code, as absolute dotted names."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path}: relative import (the layering reads absolute ones)"
+            module = node.module or ""
+            names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _inside(path: Path, folder: str) -> bool:
+    return (PACKAGE / folder) in path.parents
+
+
+def _is_sans_io(path: Path) -> bool:
+    relative = path.relative_to(PACKAGE).as_posix()
+    if any(_inside(path, folder) for folder in NOT_ENGINES):
+        return False
+    docstring = ast.get_docstring(ast.parse(path.read_text())) or ""
+    return (
+        any(_inside(path, folder) for folder in ENGINE_FOLDERS)
+        or relative in ENGINE_MODULES
+        or docstring.startswith("Sans-I/O")
+    )
+
+
+SANS_IO = [path for path in _modules() if _is_sans_io(path)]
+BY_NAME = {_name(path): path for path in _modules()}
+
+
+def _project_imports(path: Path) -> set[Path]:
+    return {BY_NAME[name] for name in _imports(path) if name in BY_NAME and BY_NAME[name] != path}
+
+
+def test_the_engine_folders_are_found() -> None:
+    names = {_name(path) for path in SANS_IO}
+    assert {"acp_proxy.protocol.observer", "acp_proxy.replay.engine"} <= names
+    assert {"acp_proxy.check.engine", "acp_proxy.check.rules.framing"} <= names
+    assert not any(name.startswith("acp_proxy.replay.shell") for name in names)
+
+
+@pytest.mark.parametrize("path", SANS_IO, ids=_name)
+def test_sans_io_modules_import_no_io(path: Path) -> None:
+    io = {name.split(".")[0] for name in _imports(path)} & IO_MODULES
+    assert not io, f"{_name(path)} imports {sorted(io)}"
+    below = [_name(p) for p in _project_imports(path) if p not in SANS_IO]
+    assert not below, f"{_name(path)} imports modules that do I/O: {sorted(below)}"
+
+
+@pytest.mark.parametrize("path", SANS_IO, ids=_name)
+def test_sans_io_modules_load_no_io_at_run_time(path: Path) -> None:
+    watched = ["anyio", "sqlite3", "click", "subprocess", "threading", "sqlite_utils"]
     code = (
-        f"import sys, acp_proxy.{module}; "
-        f"print(sorted(m for m in {FORBIDDEN!r} if m in sys.modules))"
+        f"import sys, {_name(path)}; "
+        f"print(sorted(m for m in {watched!r} if m in sys.modules))"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=30
@@ -35,35 +103,58 @@ def test_sans_io_modules_import_no_io(module: str) -> None:
     assert result.stdout.strip() == "[]"
 
 
-def test_nothing_imports_cli() -> None:
-    for path in PACKAGE.rglob("*.py"):
-        if path.name in {"cli.py", "__main__.py", "clidoc.py", "entry.py"}:
+def test_only_store_speaks_sql() -> None:
+    for path in _modules():
+        if _inside(path, "store"):
             continue
-        if path.name.startswith("cli_"):  # command modules (cli.LAZY_COMMANDS) reuse cli's options
-            continue
-        tree = ast.parse(path.read_text())
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom):
-                assert not (node.module or "").endswith("cli"), f"{path} imports cli"
-            if isinstance(node, ast.Import):
-                assert all(not a.name.endswith(".cli") for a in node.names), path
+        sql = {name.split(".")[0] for name in _imports(path)} & {"sqlite3", "sqlite_utils"}
+        assert not sql, f"{_name(path)} imports {sorted(sql)}"
 
 
-def test_only_store_modules_speak_sql() -> None:
-    for path in PACKAGE.rglob("*.py"):
-        if path.name.startswith("store"):
+def test_only_cli_imports_click_and_nothing_imports_cli() -> None:
+    for path in _modules():
+        if _inside(path, "cli") or path == PACKAGE / "__main__.py":
             continue
-        tree = ast.parse(path.read_text())
-        imported = {
-            alias.name
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Import)
-            for alias in node.names
-        } | {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-        assert "sqlite3" not in imported, f"{path} imports sqlite3"
+        imported = _imports(path)
+        assert not any(name.split(".")[0] == "click" for name in imported), _name(path)
+        assert not any(name.startswith("acp_proxy.cli") for name in imported), _name(path)
+
+
+def _record_closure() -> set[Path]:
+    seen: set[Path] = set()
+    todo = [path for path in _modules() if _inside(path, "record")]
+    while todo:
+        path = todo.pop()
+        if path not in seen:
+            seen.add(path)
+            todo.extend(_project_imports(path))
+    return seen
+
+
+def test_record_never_imports_anyio_or_asyncio() -> None:
+    for path in _record_closure():
+        async_io = {name.split(".")[0] for name in _imports(path)} & {"anyio", "asyncio"}
+        assert not async_io, f"{_name(path)} (reached from record/) imports {sorted(async_io)}"
+
+
+def test_record_loads_no_anyio_at_run_time() -> None:
+    modules = sorted(_name(path) for path in _modules() if _inside(path, "record"))
+    code = (
+        f"import sys; [__import__(m) for m in {modules!r}]; "
+        "print(sorted(m for m in ('anyio', 'asyncio') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=30
+    )
+    assert result.stdout.strip() == "[]"
 
 
 def test_every_module_states_its_rules() -> None:
-    for path in PACKAGE.rglob("*.py"):
+    for path in _modules():
         docstring = ast.get_docstring(ast.parse(path.read_text()))
         assert docstring, f"{path} has no module docstring"
+
+
+def test_no_module_is_left_at_the_top_but_the_shared_few() -> None:
+    top = sorted(path.name for path in PACKAGE.glob("*.py"))
+    assert top == ["__init__.py", "__main__.py", "errors.py", "paths.py", "stderr.py"]

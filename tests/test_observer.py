@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from acp_proxy.observer import ConnectionObserver, FrameRecord
-from acp_proxy.wire import Frame
+from acp_proxy.protocol.observer import ConnectionObserver, FrameRecord
+from acp_proxy.protocol.wire import Frame
 from tests.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
 from tests.helpers import A2C, C2A, ERR, observe_all
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_proxy.cassette_episodes import split
+from acp_proxy.testing.cassette_episodes import split
 
 pytest_plugins = ["pytester"]
 

@@ -430,9 +430,9 @@ def test_agent_command_without_double_dash(db_path: Path) -> None:
 def test_early_launch_reads_options_exactly_as_the_command_does(
     options: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from acp_proxy import record as record_module
-    from acp_proxy.cli import main
-    from acp_proxy.entry import early_record_settings
+    from acp_proxy.cli.entry import early_record_settings
+    from acp_proxy.cli.main import main
+    from acp_proxy.record import session as record_module
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     monkeypatch.delenv("ACP_PROXY_DB", raising=False)
@@ -451,8 +451,8 @@ def test_early_launch_reads_options_exactly_as_the_command_does(
 
 
 def test_early_launch_understands_only_options_record_has() -> None:
-    from acp_proxy.cli import main
-    from acp_proxy.entry import EARLY_FLAGS, EARLY_OPTIONS, early_record_settings
+    from acp_proxy.cli.entry import EARLY_FLAGS, EARLY_OPTIONS, early_record_settings
+    from acp_proxy.cli.main import main
 
     record_command = main.get_command(None, "record")  # type: ignore[arg-type]
     assert record_command is not None

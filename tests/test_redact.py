@@ -16,10 +16,10 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from acp_proxy import store_read
-from acp_proxy.cli import main
-from acp_proxy.redact import Redactor
-from acp_proxy.secrets import PLACEHOLDER, Finder, environment_secrets
+from acp_proxy.cli.main import main
+from acp_proxy.share.redact import Redactor
+from acp_proxy.share.secrets import PLACEHOLDER, Finder, environment_secrets
+from acp_proxy.store import readers as store_read
 from tests.helpers import A2C, C2A, ERR, line, write_recording
 
 SK = "sk-proj-" + "Ab3" * 10

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_proxy.replay import ERROR_CODE, Options
+from acp_proxy.replay.engine import ERROR_CODE, Options
 from tests.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION, update
 from tests.fixtures_replay import V1_LOAD, V2_RESUME
 from tests.fixtures_transcript import V2_CANCELLED, V2_WALKTHROUGH
@@ -276,7 +276,7 @@ def test_v1_load_keeps_an_already_materialized_compaction_and_drops_the_notice()
 
 
 def test_session_selection_keeps_connection_frames() -> None:
-    from acp_proxy.replay_script import select_session
+    from acp_proxy.replay.script import select_session
 
     frames = recorded(V1_CONVERSATION)
     other = [f._replace(session_id="other") if f.session_id else f for f in frames]

@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from acp_proxy.acp import Direction
-from acp_proxy.replay import Options
-from acp_proxy.replay_episodes import Episodes, follow, frames_of
-from acp_proxy.replay_live import Live
-from acp_proxy.replay_match import Matcher
-from acp_proxy.replay_script import Script, build
-from acp_proxy.replay_values import ValueMap
+from acp_proxy.protocol.acp import Direction
+from acp_proxy.replay.engine import Options
+from acp_proxy.replay.episodes import Episodes, follow, frames_of
+from acp_proxy.replay.live import Live
+from acp_proxy.replay.match import Matcher
+from acp_proxy.replay.script import Script, build
+from acp_proxy.replay.values import ValueMap
 from tests.helpers import A2C, C2A, line
 from tests.replay_helpers import recorded
 

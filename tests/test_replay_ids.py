@@ -7,7 +7,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from acp_proxy.replay_ids import id_span, with_id
+from acp_proxy.replay.ids import id_span, with_id
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text() | st.floats(allow_nan=False),

@@ -8,7 +8,7 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
-from acp_proxy.replay_placeholders import Bindings, has_placeholder
+from acp_proxy.replay.placeholders import Bindings, has_placeholder
 from tests.helpers import A2C, C2A, line
 from tests.replay_helpers import engine, lines, play
 

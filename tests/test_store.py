@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from acp_proxy.errors import RecordingError, UnknownRecording
-from acp_proxy.store import (
+from acp_proxy.store.database import (
     _VIEWS,
     MIGRATIONS,
     SCHEMA_VERSION,

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_proxy import tap
-from acp_proxy.acp import Direction
-from acp_proxy.tap import CHUNK, CONFIG, MAX_CHUNK, UPDATE, Channel, Message, TapReader
+from acp_proxy.protocol.acp import Direction
+from acp_proxy.record import tap
+from acp_proxy.record.tap import CHUNK, CONFIG, MAX_CHUNK, UPDATE, Channel, Message, TapReader
 
 DIRECTIONS = list(Direction)
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from acp_proxy.acp import Direction
-from acp_proxy.transcript import build
-from acp_proxy.transcript_values import (
+from acp_proxy.inspect.transcript.model import build
+from acp_proxy.inspect.transcript.values import (
     Call,
     Compaction,
     Malformed,
@@ -22,6 +21,7 @@ from acp_proxy.transcript_values import (
     TranscriptView,
     UnknownUpdate,
 )
+from acp_proxy.protocol.acp import Direction
 from tests.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION, update
 from tests.fixtures_transcript import (
     FINAL_TOOL_TEXT,

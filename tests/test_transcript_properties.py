@@ -15,11 +15,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_proxy.acp import Direction
-from acp_proxy.render_markdown import render_markdown
-from acp_proxy.transcript import build
-from acp_proxy.transcript_replay import materialize
-from acp_proxy.transcript_values import Message, SessionView, Terminal
+from acp_proxy.inspect.render.markdown import render_markdown
+from acp_proxy.inspect.transcript.history import materialize
+from acp_proxy.inspect.transcript.model import build
+from acp_proxy.inspect.transcript.values import Message, SessionView, Terminal
+from acp_proxy.protocol.acp import Direction
 from tests.fixtures_transcript import (
     HANDSHAKE,
     SESSION,

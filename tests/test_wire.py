@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from acp_proxy.wire import Frame, LineSplitter
+from acp_proxy.protocol.wire import Frame, LineSplitter
 
 LITERAL_CASES = {
     "one line": b'{"jsonrpc":"2.0","method":"x"}\n',

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_proxy.cassette_episodes import split
+from acp_proxy.testing.cassette_episodes import split
 
 pytestmark = pytest.mark.peers
 pytest_plugins = ["pytester"]

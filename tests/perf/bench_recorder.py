@@ -33,10 +33,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from acp_proxy.acp import Direction
-from acp_proxy.chunk_queue import ChunkQueue
-from acp_proxy.recorder import Recorder
-from acp_proxy.store import NewConnection
+from acp_proxy.protocol.acp import Direction
+from acp_proxy.record.chunk_queue import ChunkQueue
+from acp_proxy.record.recorder import Recorder
+from acp_proxy.store.database import NewConnection
 from tests.perf import agent, client
 
 Chunk = tuple[Direction, bytes]

@@ -19,10 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from acp_proxy import store_read
-from acp_proxy.redact import Redactor
-from acp_proxy.redaction_io import finder_for, redacted_export
-from acp_proxy.verify import Verifier
+from acp_proxy.share.redact import Redactor
+from acp_proxy.share.redaction_io import finder_for, redacted_export
+from acp_proxy.share.verify import Verifier
+from acp_proxy.store import readers as store_read
 from tests.perf import test_check_perf
 
 

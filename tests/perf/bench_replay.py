@@ -29,14 +29,14 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from acp_proxy.acp import Direction
-from acp_proxy.observer import ConnectionObserver
-from acp_proxy.replay import Options, Replay
-from acp_proxy.replay_match import Matcher
-from acp_proxy.replay_script import build
-from acp_proxy.store import NewConnection, RecordingWriter, connect
-from acp_proxy.store_replay import load_script
-from acp_proxy.wire import Frame
+from acp_proxy.protocol.acp import Direction
+from acp_proxy.protocol.observer import ConnectionObserver
+from acp_proxy.protocol.wire import Frame
+from acp_proxy.replay.engine import Options, Replay
+from acp_proxy.replay.match import Matcher
+from acp_proxy.replay.script import build
+from acp_proxy.store.database import NewConnection, RecordingWriter, connect
+from acp_proxy.store.replay_reads import load_script
 
 C2A, A2C = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
 

@@ -21,10 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from acp_proxy.acp import Direction
-from acp_proxy.observer import ConnectionObserver, FrameRecord
-from acp_proxy.store import NewConnection, RecordingWriter, connect
-from acp_proxy.wire import Frame
+from acp_proxy.protocol.acp import Direction
+from acp_proxy.protocol.observer import ConnectionObserver, FrameRecord
+from acp_proxy.protocol.wire import Frame
+from acp_proxy.store.database import NewConnection, RecordingWriter, connect
 
 FRAME = (
     b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":'

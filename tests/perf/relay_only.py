@@ -3,7 +3,8 @@
     python -m tests.perf.relay_only -- AGENT [ARGS...]
 
 It spawns the agent and forwards its stdin, stdout and stderr with the project's own code
-(acp_proxy.spawn, acp_proxy.forward: the same threads, buffers and reads as ``record``), but
+(acp_proxy.record.spawn, acp_proxy.record.forward: the same threads, buffers and reads as
+``record``), but
 hands every chunk to a tap that drops it: no recorder process, no ring, no SQLite. So in one
 benchmark run:
 
@@ -20,11 +21,11 @@ from __future__ import annotations
 import os
 import sys
 
-from acp_proxy.acp import Direction
-from acp_proxy.forward import Forwarding
-from acp_proxy.spawn import pass_signals_to, spawn_agent
+from acp_proxy.protocol.acp import Direction
+from acp_proxy.record.forward import Forwarding
+from acp_proxy.record.spawn import pass_signals_to, spawn_agent
+from acp_proxy.record.tap import Tap
 from acp_proxy.stderr import report
-from acp_proxy.tap import Tap
 
 
 class DroppingTap(Tap):

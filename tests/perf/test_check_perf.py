@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from acp_proxy.cli import main
-from acp_proxy.observer import ConnectionObserver
-from acp_proxy.store import NewConnection, RecordingWriter, connect
-from acp_proxy.wire import LineSplitter
+from acp_proxy.cli.main import main
+from acp_proxy.protocol.observer import ConnectionObserver
+from acp_proxy.protocol.wire import LineSplitter
+from acp_proxy.store.database import NewConnection, RecordingWriter, connect
 from tests.fixtures_checks import S, req, res, state, upd, v2
 from tests.helpers import A2C, C2A
 

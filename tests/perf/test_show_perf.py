@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from acp_proxy import store_read
-from acp_proxy.render_text import frame_line
-from acp_proxy.store import resolve_ref
+from acp_proxy.inspect.render.text import frame_line
+from acp_proxy.store import readers as store_read
+from acp_proxy.store.database import resolve_ref
 from tests.fixtures_acp import V1_CONVERSATION
 from tests.helpers import write_recording
 

@@ -2,7 +2,7 @@
 
     python -m tests.perf.variants VARIANT [--cpu-report FILE] record --db PATH -- AGENT...
 
-It runs the real ``record`` command (acp_proxy.entry.main, same spawn, fork, threads and
+It runs the real ``record`` command (acp_proxy.cli.entry.main, same spawn, fork, threads and
 recorder) after patching one piece of the running program, so that a benchmark can show what
 that piece costs. For example, with the shared bench (from a scratch folder):
 
@@ -37,8 +37,9 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from acp_proxy import chunk_queue, entry, recorder, tap
-from acp_proxy.acp import Direction
+from acp_proxy.cli import entry
+from acp_proxy.protocol.acp import Direction
+from acp_proxy.record import chunk_queue, recorder, tap
 
 VARIANTS = ("as-built", "no-tap", "drop", "memory", "no-pause-work")
 USAGE = (

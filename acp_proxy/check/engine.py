@@ -1,0 +1,131 @@
+"""Sans-I/O rule engine: checks one connection's frames, in order, against the ACP rules.
+
+Rules:
+- Streaming: ``Checker.observe(record)`` takes each ``FrameRecord`` of one connection in
+  ``seq`` order (live from the recorder, or read back from a recording) and returns the
+  findings it caused; ``finish()`` ends the connection and returns what only the end can tell
+  (unanswered requests, turns that never ended ...). A finding never waits for the end when
+  the frame alone shows it.
+- Peer input never raises: frames that are not JSON-RPC become findings of the framing rules.
+- Every rule has a stable id (``ACP001`` ... ``ACP035`` follow the numbering of section 8 of the
+  spec digest, ``ACP000`` is schema validation), a severity (``error`` for MUST, ``warning`` for
+  SHOULD and reserved values), a one-line summary, its spec source and the fix. The rules live
+  in ``checks_rules_*`` modules; this module dispatches frames to the rules that asked for
+  them (by method and update kind), so a chunk-heavy recording stays fast.
+- Shared connection facts (negotiated version, capabilities, pending requests, replay windows)
+  are kept here and updated after the rules have seen each message, so a rule sees the state
+  *before* the message it is looking at.
+- This module knows no process, clock or database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from acp_proxy.check.base import (
+    DISABLED_BY_DEFAULT,
+    Context,
+    Event,
+    Finding,
+    Rule,
+    RuleInfo,
+    events_of,
+)
+from acp_proxy.check.rules.framing import FRAMING_RULES
+from acp_proxy.check.rules.lifecycle import LIFECYCLE_RULES
+from acp_proxy.check.rules.replay import REPLAY_RULES
+from acp_proxy.check.rules.session import SESSION_RULES
+from acp_proxy.check.rules.updates import UPDATE_RULES
+from acp_proxy.check.schemas import SchemaBook
+from acp_proxy.protocol.jsonrpc import decode
+from acp_proxy.protocol.observer import FrameRecord
+
+__all__ = ["RULES", "Checker", "Finding", "RuleInfo", "rule_ids", "select_rules"]
+
+RULE_CLASSES: tuple[type[Rule], ...] = (
+    *FRAMING_RULES, *SESSION_RULES, *LIFECYCLE_RULES, *UPDATE_RULES, *REPLAY_RULES,
+)  # fmt: skip
+RULES: tuple[RuleInfo, ...] = tuple(sorted((c.info for c in RULE_CLASSES), key=lambda i: i.id))
+_JSONRPC_KINDS = frozenset({"request", "notification", "response", "error", "batch"})
+
+
+def rule_ids() -> list[str]:
+    return [info.id for info in RULES]
+
+
+def select_rules(select: Sequence[str] = (), ignore: Sequence[str] = ()) -> frozenset[str]:
+    """The rule ids to run: ``select`` (default: all but the disabled ones) minus ``ignore``.
+
+    Ids are matched case-insensitively and by prefix (``ACP02`` selects ACP020-ACP029); a
+    rule disabled by default (ACP035) runs only when named in full.
+    Raises ``ValueError`` naming a pattern that matches no rule.
+    """
+    known = rule_ids()
+
+    def expand(patterns: Sequence[str]) -> set[str]:
+        chosen: set[str] = set()
+        for pattern in patterns:
+            wanted = pattern.strip().upper()
+            matched = {i for i in known if i == wanted} or {
+                i for i in known if i.startswith(wanted) and i not in DISABLED_BY_DEFAULT
+            }
+            if not matched:
+                raise ValueError(f"no rule matches {pattern!r} (rules: ACP000-ACP035)")
+            chosen |= matched
+        return chosen
+
+    base = expand(select) if select else set(known) - DISABLED_BY_DEFAULT
+    return frozenset(base - expand(ignore))
+
+
+class Checker:
+    """Checks one connection. Feed every frame in order, then call ``finish()`` once."""
+
+    def __init__(
+        self,
+        schemas: SchemaBook | None = None,
+        *,
+        rules: Iterable[str] | None = None,
+        protocol_version: int | None = None,
+        connection_id: int | None = None,
+    ) -> None:
+        enabled = frozenset(rules) if rules is not None else select_rules()
+        self.context = Context(schemas, protocol_version, connection_id)
+        self._rules = [cls(self.context) for cls in RULE_CLASSES if cls.info.id in enabled]
+        self._frame_rules = [r for r in self._rules if r.wants_frames]
+        self._dispatch: dict[tuple[str, str | None, str | None], list[Rule]] = {}
+        self._finished = False
+
+    def _handlers(self, event: Event) -> list[Rule]:
+        key = (event.kind, event.method, event.update_kind)
+        handlers = self._dispatch.get(key)
+        if handlers is None:
+            handlers = self._dispatch[key] = [r for r in self._rules if r.wants(event)]
+        return handlers
+
+    def observe(self, record: FrameRecord) -> list[Finding]:
+        """Check one frame; returns the findings it caused (often none)."""
+        context = self.context
+        context.findings = []
+        if record.direction in ("c2a", "a2c"):
+            value = None
+            if record.kind in _JSONRPC_KINDS:
+                value, _ = decode(record.raw)
+            for rule in self._frame_rules:
+                rule.frame(record, value)
+            if value is not None:
+                for event in events_of(record, value, context.state):
+                    for rule in self._handlers(event):
+                        rule.message(event)
+                    context.state.after(event)
+        return context.findings
+
+    def finish(self) -> list[Finding]:
+        """End of the connection: findings only the end can tell. Call once."""
+        if self._finished:
+            return []
+        self._finished = True
+        self.context.findings = []
+        for rule in self._rules:
+            rule.finish()
+        return self.context.findings

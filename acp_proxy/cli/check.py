@@ -1,0 +1,208 @@
+"""The ``check``, ``diff`` and ``schemas`` commands: wiring only (see checks.py, diffing.py).
+
+Rules:
+- Exit status: 0 clean (or the same), 1 findings (or different), 2 usage errors, including
+  an unknown REF or rule, and schemas that are needed but missing (one line on stderr
+  saying how to get them, never a traceback).
+- Schemas are needed only when ACP000 (schema validation) runs; ``--ignore ACP000`` checks
+  the stateful rules alone.
+- Reports go to stdout (these commands are not on the protocol channel).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from acp_proxy.check.schema_files import (
+    DEFAULT_VERSION,
+    HOW_TO_GET,
+    SCHEMAS_ENV,
+    cache_root,
+    installed,
+)
+from acp_proxy.cli.main import db_option, report, resolve_db
+from acp_proxy.errors import AcpProxyError
+
+EXIT_FOUND, EXIT_USAGE = 1, 2
+
+
+def _fail(error: AcpProxyError) -> None:
+    report(str(error))
+    sys.exit(EXIT_USAGE)
+
+
+@click.command()
+@db_option
+@click.argument("refs", nargs=-1, metavar="[REF]...")
+@click.option("--all", "every", is_flag=True, help="Check every connection in the database.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json", "junit"]), default="text",
+    show_default=True, help="Report format (junit: JUnit XML for CI systems).",
+)  # fmt: skip
+@click.option("--select", multiple=True, metavar="RULE", help="Run only these rules (or prefixes).")
+@click.option("--ignore", multiple=True, metavar="RULE", help="Skip these rules (or prefixes).")
+@click.option(
+    "--schema-dir", type=click.Path(file_okay=False, path_type=Path), envvar=SCHEMAS_ENV,
+    show_envvar=True, help="Folder with v1/ and v2/ schemas [default: newest `schemas fetch`].",
+)  # fmt: skip
+def check(
+    db: Path | None, refs: tuple[str, ...], every: bool, fmt: str, select: tuple[str, ...],
+    ignore: tuple[str, ...], schema_dir: Path | None,
+) -> None:  # fmt: skip
+    """Check recorded ACP traffic against the spec's rules and the official JSON Schemas.
+
+    REF is a connection id, session id, label, `last` (the default), or a bug-report bundle
+    or JSONL export file (every episode of a file that holds several). Every message is
+    validated against the schema of its own method for the negotiated protocol version, and
+    the stateful rules of docs/checks.md run over each connection in order. Exits 1 when
+    anything is found, 0 when clean, 2 on usage errors.
+    """
+    from acp_proxy.check.engine import Checker, select_rules
+    from acp_proxy.check.report import Checked, render_json, render_junit, render_text
+    from acp_proxy.check.schema_files import load_book
+    from acp_proxy.share.bundle import is_recording_file, open_recording_episodes
+    from acp_proxy.store.database import connect
+    from acp_proxy.store.frames import all_connections, frames, scope
+
+    try:
+        rules = select_rules(select, ignore)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--select/--ignore") from error
+    try:
+        book = load_book(schema_dir) if "ACP000" in rules else None
+        files = [ref for ref in refs if is_recording_file(ref)]  # bundles or JSONL exports
+        opened = [open_recording_episodes(ref) for ref in files]  # every episode of each
+        refs = tuple(ref for ref in refs if ref not in files)
+        targets = [(d, scope(d, str(cid))) for d, ids in opened for cid in ids]
+        if every or refs or not files:
+            database = connect(resolve_db(db), create=False, readonly=True)
+        if every:
+            targets += [(database, scope(database, str(c))) for c in all_connections(database)]
+        elif refs or not files:
+            targets += [(database, scope(database, ref)) for ref in refs or (None,)]
+        checked = []
+        for database, target in targets:
+            checker = Checker(
+                book, rules=rules, protocol_version=target.protocol_version,
+                connection_id=target.connection_id,
+            )  # fmt: skip
+            findings, count = [], 0
+            for record in frames(database, target):
+                count += 1
+                findings += checker.observe(record)
+            findings += checker.finish()
+            checked.append(
+                Checked(
+                    target.connection_id, target.label, target.protocol_version, count, findings
+                )
+            )
+    except AcpProxyError as error:
+        _fail(error)
+    ordered = sorted(rules)
+    if fmt == "json":
+        click.echo(render_json(checked, ordered, book.source if book else None), nl=False)
+    elif fmt == "junit":
+        click.echo(render_junit(checked, ordered), nl=False)
+    else:
+        click.echo(render_text(checked, ordered), nl=False)
+    sys.exit(EXIT_FOUND if any(c.findings for c in checked) else 0)
+
+
+@click.command()
+@db_option
+@click.argument("ref_a", metavar="A")
+@click.argument("ref_b", metavar="B")
+@click.option(
+    "--other-db", type=click.Path(dir_okay=False, path_type=Path),
+    help="Database holding B [default: the same as A].",
+)  # fmt: skip
+@click.option("--strict", is_flag=True, help="Compare raw bytes, without normalizing.")
+@click.option(
+    "--ignore", multiple=True, metavar="JSONPATH",
+    help="Leave out matching members, e.g. '$.params.cwd' or '$..usage' (repeatable).",
+)  # fmt: skip
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+def diff(
+    db: Path | None, ref_a: str, ref_b: str, other_db: Path | None, strict: bool,
+    ignore: tuple[str, ...], fmt: str,
+) -> None:  # fmt: skip
+    """Compare two recordings (or sessions) message by message; show the first divergence.
+
+    A and B are REFs (connection id, session id, label, `last`); a session id compares that
+    session's frames only. Ids, session and message ids, timestamps and trace context are
+    normalized first (see docs/diff.md); each direction is compared in its own order. Exits 1
+    when they differ, 0 when they are the same, 2 on usage errors.
+    """
+    from acp_proxy.check.report import render_diff_json, render_diff_text
+    from acp_proxy.protocol.diffing import compare, items
+    from acp_proxy.protocol.normalize import parse_path
+    from acp_proxy.store.database import connect
+    from acp_proxy.store.frames import frames, scope
+
+    for path in ignore:
+        try:
+            parse_path(path)
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint="--ignore") from error
+    try:
+        sides = []
+        for ref, db_path in ((ref_a, resolve_db(db)), (ref_b, other_db or resolve_db(db))):
+            database = connect(db_path, create=False, readonly=True)
+            target = scope(database, ref, sessions=True)
+            sides.append(items(frames(database, target), strict=strict, ignore=ignore))
+    except AcpProxyError as error:
+        _fail(error)
+    result = compare(sides[0], sides[1])
+    if fmt == "json":
+        click.echo(render_diff_json(result), nl=False)
+    else:
+        click.echo(render_diff_text(result, (ref_a, ref_b)), nl=False)
+    sys.exit(0 if result.equal else EXIT_FOUND)
+
+
+@click.group()
+def schemas() -> None:
+    """Install and list the official ACP JSON Schemas that `check` validates against."""
+
+
+@schemas.command()
+@click.option(
+    "--version", "version", default=DEFAULT_VERSION, show_default=True,
+    help="Version (or npm tag) of @agentclientprotocol/sdk to take the schemas from.",
+)  # fmt: skip
+@click.option("--force", is_flag=True, help="Fetch again even if that version is installed.")
+def fetch(version: str, force: bool) -> None:
+    """Fetch the schemas with `npm pack @agentclientprotocol/sdk@VERSION` into the user cache.
+
+    Only schema/v1 and schema/v2 are kept, verified, and put in
+    $XDG_CACHE_HOME/acp-proxy/schemas/VERSION/. Running it again does nothing.
+    """
+    from acp_proxy.check.schema_fetch import fetch as run_fetch
+
+    try:
+        done = run_fetch(version, cache_root(), force=force)
+    except AcpProxyError as error:
+        _fail(error)
+    verb = "installed" if done.fetched else "already installed"
+    click.echo(f"{verb}: @agentclientprotocol/sdk {done.version} schemas in {done.folder}")
+    for f in done.files:
+        click.echo(
+            f"  v{f.version} {f.stability:8} {f.definitions:4} definitions {f.methods:3} methods "
+            f"{f.update_kinds:3} update kinds  sha256 {f.sha256[:16]}"
+        )
+
+
+@schemas.command(name="list")
+def list_schemas() -> None:
+    """List installed schema versions (the newest is the one `check` uses by default)."""
+    versions = installed(cache_root())
+    if not versions:
+        click.echo(f"none installed: {HOW_TO_GET}")
+        return
+    for folder in versions:
+        click.echo(f"{folder.name}\t{folder}")

@@ -1,0 +1,99 @@
+"""The ``acp-proxy`` console entry point: ``record`` starts its agent before anything slow.
+
+Rules:
+- For ``acp-proxy record [OPTIONS] -- AGENT...`` the agent is launched first (launch.py: the
+  agent, the recorder process told where to record, the forwarding threads), before the
+  command-line library and everything else is imported: the client does not wait for them to
+  see ``initialize`` answered.
+- Only the unambiguous form is launched early: ``record`` first, then only options this module
+  understands exactly as the command does (``--db``, ``--label``, ``--grace``, with a value
+  after a space or ``=``, and the flag ``--check``), then ``--`` and a command. Anything else
+  (``--help``, an unknown or malformed option) goes through the command line as usual, which
+  also reports mistakes.
+- That form is then run without the command-line library at all (its options were just read
+  here, exactly as the command would read them: tests/test_record.py compares the two), which
+  keeps its import time and memory out of every proxied session. Everything else goes through
+  the command line; if it stops before claiming an early launch, the agent is killed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from acp_proxy.paths import DB_ENV, default_db_file
+from acp_proxy.record.launch import launch
+from acp_proxy.record.spawn import DEFAULT_GRACE
+from acp_proxy.stderr import report
+
+# The options of ``record`` that the early launch understands (tests check they still exist).
+EARLY_OPTIONS = ("--db", "--label", "--grace")
+EARLY_FLAGS = ("--check",)
+
+
+class EarlyRecord(NamedTuple):
+    agent: list[str]
+    db_path: str
+    label: str | None
+    grace: float
+    check: bool
+
+
+def early_record_settings(args: Sequence[str]) -> EarlyRecord | None:
+    """The settings of an unambiguous ``record`` command line, or None."""
+    if args[:1] != ["record"] or "--" not in args:
+        return None
+    split = args.index("--")
+    agent = list(args[split + 1 :])
+    if not agent:
+        return None
+    values: dict[str, str] = {}
+    options = list(args[1:split])
+    while options:
+        option = options.pop(0)
+        name, equals, value = option.partition("=")
+        if name in values:
+            return None
+        if name in EARLY_FLAGS and not equals:
+            values[name] = ""
+            continue
+        if name not in EARLY_OPTIONS:
+            return None
+        if not equals:
+            if not options:
+                return None
+            value = options.pop(0)
+        values[name] = value
+    try:
+        grace = float(values.get("--grace", DEFAULT_GRACE))
+    except ValueError:
+        return None
+    if not grace >= 0:  # also refuses nan
+        return None
+    configured = values.get("--db") or os.environ.get(DB_ENV)
+    return EarlyRecord(
+        agent, configured or default_db_file(), values.get("--label"), grace, "--check" in values
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    settings = early_record_settings(args)
+    if settings is not None:
+        launched = launch(
+            settings.agent, report, settings.db_path, settings.label, check=settings.check
+        )
+        from pathlib import Path
+
+        from acp_proxy.record.session import RecordOptions, record
+
+        options = RecordOptions(
+            settings.agent, Path(settings.db_path), label=settings.label, grace=settings.grace,
+            check=settings.check,
+        )  # fmt: skip
+        sys.exit(record(options, report, launched))
+    from acp_proxy.cli.main import main as command_line
+
+    command_line(args=args)

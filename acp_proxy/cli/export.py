@@ -1,0 +1,169 @@
+"""``export``, ``import`` and ``datasette-metadata``. Wiring only.
+
+Rules:
+- ``export`` writes to ``-o FILE`` or stdout; the format comes from ``--format``, else from the
+  file's extension (.jsonl, .md, .html), else Markdown.
+- Long exports and imports show a progress bar on stderr when it is a terminal, never
+  otherwise (stdout may be the export itself).
+- Errors are ``AcpProxyError``: one line on stderr, exit status 1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+import click
+import orjson
+
+from acp_proxy.cli.inspect import quiet_pipe
+from acp_proxy.cli.main import db_option, resolve_db
+from acp_proxy.errors import AcpProxyError
+from acp_proxy.inspect import export as exporting
+from acp_proxy.store import readers as store_read
+from acp_proxy.store.database import resolve_ref
+
+EXTENSIONS = {".jsonl": "jsonl", ".md": "markdown", ".markdown": "markdown", ".html": "html"}
+BAR_FROM = 5_000  # frames (or bytes / 200) below which no bar is worth showing
+
+
+@contextlib.contextmanager
+def progress_bar(length: int, label: str) -> Iterator[Callable[[int], None]]:
+    """A progress callback: a bar on a terminal's stderr, nothing otherwise."""
+    if length < BAR_FROM or not sys.stderr.isatty():
+        yield lambda n: None
+        return
+    with click.progressbar(length=length, label=label, file=sys.stderr) as bar:
+        yield bar.update
+
+
+@click.command("export")
+@db_option
+@click.argument("ref", required=False)
+@click.option("--format", "fmt", type=click.Choice(exporting.FORMATS),
+              help="jsonl: the exact frames, re-importable; markdown: the conversation as the "
+              "user saw it; html: one self-contained page with the conversation and every frame. "
+              "[default: from the -o extension, else markdown]")  # fmt: skip
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write to this file instead of stdout.")  # fmt: skip
+@click.option("--redact", is_flag=True, help="Replace secrets with [redacted:KIND:N] "
+              "placeholders first, like `acp-proxy redact` (see docs/bug-reports.md).")  # fmt: skip
+def export_command(
+    db: Path | None, ref: str | None, fmt: str | None, output: Path | None, redact: bool
+) -> None:
+    """Export one recorded connection as JSONL, Markdown or HTML.
+
+    REF: a connection id, session id, label or uid; `last` (the default) is the newest; or a
+    bug-report bundle or JSONL export file.
+    """
+    if fmt is None:
+        fmt = EXTENSIONS.get(output.suffix.lower(), "markdown") if output else "markdown"
+    if redact:
+        _export_redacted(db, ref, fmt, output)
+        return
+    from acp_proxy.share.bundle import is_recording_file, open_recording_file
+
+    if ref is not None and is_recording_file(ref):
+        database, connection_id = open_recording_file(ref)
+    else:
+        database = store_read.open_for_reading(resolve_db(db))
+        connection_id = resolve_ref(database, ref)
+    frames = store_read.connection(database, connection_id).frames
+    with progress_bar(frames, f"exporting connection {connection_id}") as progress:
+        if output is None:
+            with quiet_pipe():
+                exporting.export(database, connection_id, fmt, sys.stdout.buffer, progress)
+            return
+        try:
+            # Exports hold what crossed the wire, like the recording: readable by the owner only.
+            descriptor = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(descriptor, "wb") as out:
+                exporting.export(database, connection_id, fmt, out, progress)
+        except OSError as error:
+            raise AcpProxyError(f"cannot write {output}: {error}") from error
+
+
+def _export_redacted(db: Path | None, ref: str | None, fmt: str, output: Path | None) -> None:
+    """The redacted export (verified before anything is written, like ``redact``)."""
+    import io
+
+    from acp_proxy.cli.share import redacted_jsonl, refuse, write_output
+    from acp_proxy.share.bundle import import_temporary
+
+    data, _, leaks = redacted_jsonl(db, ref, drop_contents=False, env_file=None)
+    if fmt != "jsonl":
+        database, connection_id = import_temporary(iter(io.BytesIO(data)))
+        rendered = io.BytesIO()
+        exporting.export(database, connection_id, fmt, rendered)
+        data = rendered.getvalue()
+        leaks += rendered_leaks(fmt, data)
+    refuse(leaks, force=False, what="redacted export")
+    write_output(output, data)
+
+
+def rendered_leaks(fmt: str, data: bytes) -> list[object]:
+    from acp_proxy.share.redaction_io import finder_for, verify_member
+    from acp_proxy.share.verify import Verifier
+
+    name = "export.md" if fmt == "markdown" else "export.html"
+    return list(verify_member(name, data, Verifier(finder_for(os.environ))))
+
+
+def _lines(file: BinaryIO, progress: Callable[[int], None]) -> Iterator[bytes]:
+    for line in file:
+        progress(len(line))
+        yield line
+
+
+@click.command("import")
+@db_option
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def import_command(db: Path | None, file: Path) -> None:
+    """Load a JSONL export (`acp-proxy export --format jsonl`) or a bundle into the database.
+
+    The connection gets a new id; its uid, every frame and their exact bytes are kept. A
+    connection whose uid the database already holds is refused (nothing is imported). A file
+    of several exports one after the other (a cassette with several episodes) becomes one
+    connection per export, in one transaction.
+    """
+    db_path = resolve_db(db)
+    import zipfile
+
+    from acp_proxy.store.importer import import_jsonl
+
+    if zipfile.is_zipfile(file):  # a bug-report bundle: its frames.jsonl
+        from acp_proxy.share.bundle import FRAMES_MEMBER
+
+        try:
+            with zipfile.ZipFile(file) as bundle, bundle.open(FRAMES_MEMBER) as member:
+                connection_ids = import_jsonl(db_path, member)
+        except KeyError as error:
+            raise AcpProxyError(f"{file} is not an acp-proxy bundle: {error}") from error
+        click.echo(f"imported {file} as {_connections(connection_ids)} in {db_path}")
+        return
+    bar = progress_bar(file.stat().st_size // 200, f"importing {file.name}")
+    with bar as tick, file.open("rb") as handle:
+        connection_ids = import_jsonl(db_path, _lines(handle, lambda n: tick(n // 200)))
+    click.echo(f"imported {file} as {_connections(connection_ids)} in {db_path}")
+
+
+def _connections(ids: list[int]) -> str:
+    if len(ids) == 1:
+        return f"connection {ids[0]}"
+    return f"connections {', '.join(map(str, ids))} ({len(ids)} episodes)"
+
+
+@click.command("datasette-metadata")
+@db_option
+def datasette_metadata_command(db: Path | None) -> None:
+    """Print Datasette metadata (descriptions, facets, canned queries) for the database.
+
+    acp-proxy datasette-metadata > acp.json && datasette "$DB" -m acp.json
+    """
+    from acp_proxy.inspect.datasette import metadata
+
+    click.echo(orjson.dumps(metadata(resolve_db(db).stem), option=orjson.OPT_INDENT_2).decode())

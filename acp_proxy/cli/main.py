@@ -1,0 +1,191 @@
+"""The ``acp-proxy`` command line: arguments, paths, environment, exit codes. Wiring only.
+
+Rules:
+- In ``record`` (and later ``replay``) stdout is the protocol channel: nothing here prints to
+  it. The proxy's own words go to stderr, one line each, prefixed ``acp-proxy:``.
+- User mistakes (a bad path, an unknown recording) end with one line on stderr and exit 2 or 1,
+  never a traceback. ``AcpProxyError`` is the only exception turned into a message here.
+- Every command that reads or writes recordings takes ``--db`` and honours ``ACP_PROXY_DB``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from acp_proxy import __version__
+from acp_proxy.errors import AcpProxyError
+from acp_proxy.paths import DB_ENV, default_db_path
+from acp_proxy.record.spawn import DEFAULT_GRACE
+from acp_proxy.stderr import report
+
+__all__ = ["LAZY_COMMANDS", "db_option", "main", "report", "resolve_db"]
+
+F = TypeVar("F")
+
+
+# Commands defined in other modules, loaded only when used (``record`` must start fast):
+# name -> "module:attribute". Add new command modules here.
+LAZY_COMMANDS: dict[str, str] = {
+    "check": "acp_proxy.cli.check:check",
+    "diff": "acp_proxy.cli.check:diff",
+    "schemas": "acp_proxy.cli.check:schemas",
+    "ls": "acp_proxy.cli.inspect:ls_command",
+    "show": "acp_proxy.cli.inspect:show_command",
+    "tail": "acp_proxy.cli.inspect:tail_command",
+    "stats": "acp_proxy.cli.inspect:stats_command",
+    "export": "acp_proxy.cli.export:export_command",
+    "import": "acp_proxy.cli.export:import_command",
+    "datasette-metadata": "acp_proxy.cli.export:datasette_metadata_command",
+    "replay": "acp_proxy.cli.replay:replay_command",
+    "redact": "acp_proxy.cli.share:redact_command",
+    "bundle": "acp_proxy.cli.share:bundle_command",
+}
+
+
+class _Commands(click.Group):
+    """The top-level group.
+
+    Turns acp-proxy's own errors into one line on stderr and exit status 1, and loads the
+    commands of ``LAZY_COMMANDS`` on first use.
+    """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        target = LAZY_COMMANDS.get(name)
+        if target is None:
+            return super().get_command(ctx, name)
+        import importlib
+
+        module_name, _, attribute = target.partition(":")
+        command = getattr(importlib.import_module(module_name), attribute)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{target} is not a click command")
+        return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except AcpProxyError as error:
+            report(str(error))
+            ctx.exit(1)
+
+
+def _db_option() -> click.Option:
+    return click.Option(
+        ["--db"],
+        type=click.Path(dir_okay=False, path_type=Path),
+        envvar=DB_ENV,
+        show_envvar=True,
+        default=None,
+        help=f"Recording database [default: {default_db_path()}].",
+    )
+
+
+def db_option(function: F) -> F:
+    """Add ``--db PATH`` (env ``ACP_PROXY_DB``) to a command."""
+    params = getattr(function, "__click_params__", [])
+    params.append(_db_option())
+    function.__click_params__ = params  # type: ignore[attr-defined]
+    return function
+
+
+def resolve_db(db: Path | None) -> Path:
+    return db if db is not None else default_db_path()
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="acp-proxy")
+def main() -> None:
+    """See, capture and replay Agent Client Protocol (ACP) traffic.
+
+    Put `acp-proxy record --` in front of an agent command in your editor's agent settings;
+    every frame both ways is then recorded in SQLite while the bytes pass through unchanged.
+    """
+
+
+@main.command(
+    context_settings={"allow_interspersed_args": False},
+)
+@db_option
+@click.option("--label", help="A name for this recording, usable wherever a REF is asked for.")
+@click.option(
+    "--grace",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_GRACE,
+    show_default=True,
+    help="Seconds the agent gets to exit after the client closes its stdin, before SIGTERM "
+    "(and as long again before SIGKILL).",
+)
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Apply the spec rules (see `acp-proxy check`) to every frame as it is recorded: "
+    "findings are said on stderr as they happen and stored in the recording.",
+)
+@click.argument("agent_command", nargs=-1, required=True, type=click.UNPROCESSED)
+def record(
+    db: Path | None,
+    label: str | None,
+    grace: float,
+    check: bool,
+    agent_command: tuple[str, ...],
+) -> None:
+    """Run AGENT_COMMAND behind the proxy and record the conversation.
+
+    Use it as the agent command of an ACP client:
+
+        acp-proxy record -- my-agent --its-flags
+
+    Client stdin goes to the agent's stdin, the agent's stdout to the client and its stderr to
+    stderr, byte for byte. Everything is recorded, stderr lines included. The exit status is
+    the agent's (128+N if signal N ended it; 127 or 126 if it could not start).
+    """
+    from acp_proxy.record.session import RecordOptions
+    from acp_proxy.record.session import record as run_record
+
+    options = RecordOptions(agent_command, resolve_db(db), label=label, grace=grace, check=check)
+    sys.exit(run_record(options, report))
+
+
+@main.command()
+@db_option
+@click.option("--label", default="demo", show_default=True, help="Label of the demo recording.")
+@click.option("--prompt", "prompts", multiple=True, help="What the demo client says (repeatable).")
+def demo(db: Path | None, label: str, prompts: tuple[str, ...]) -> None:
+    """Record a real ACP conversation, then say where it is and what it holds.
+
+    Runs a small client and agent written on the official ACP Python SDK, with
+    `acp-proxy record` between them exactly as an editor would run it. The client's view of the
+    conversation is printed first, then a summary read back from the database. Needs the
+    `demo` extra (`pip install 'acp-proxy[demo]'`).
+    """
+    import asyncio
+    import importlib.util
+
+    if importlib.util.find_spec("acp") is None:
+        report("the demo needs the ACP Python SDK: pip install 'acp-proxy[demo]'")
+        sys.exit(1)
+    from acp_proxy.demo import AGENT_MODULE
+    from acp_proxy.demo.client import run_demo_client
+    from acp_proxy.inspect.summary import render_summary
+    from acp_proxy.store.database import connect, resolve_ref, summarize
+
+    db_path = resolve_db(db)
+    agent = [sys.executable, "-m", AGENT_MODULE]
+    proxied = [sys.executable, "-m", "acp_proxy", "record", "--db", str(db_path)]
+    proxied += ["--label", label, "--", *agent]
+    attached = str(Path(__file__).parent.parent / "demo" / "agent.py")
+    shown = ["acp-proxy", *proxied[3:-3], "python", "-m", AGENT_MODULE]
+    click.echo(f"demo client -> {' '.join(shown)}\n")
+    status = asyncio.run(run_demo_client(proxied, list(prompts), attached, sys.stdout))
+    sys.stdout.flush()
+    database = connect(db_path, create=False)
+    summary = summarize(database, resolve_ref(database, label))
+    click.echo("\n" + render_summary(summary, db_path), nl=False)
+    sys.exit(status)

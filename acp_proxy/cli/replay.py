@@ -1,0 +1,330 @@
+"""``acp-proxy replay``: act as the recorded agent for a live client. Wiring only.
+
+Rules:
+- stdout carries only protocol bytes; the proxy's words (the closing summary) go to stderr.
+- Exit status: 0 when the client saw exactly the recording (less notices), 1 when anything
+  diverged (mismatch, differing answer, timeout, early end), 2 on usage errors (bad options,
+  unknown REF, unreadable database): the same scheme as ``diff``.
+- REF may be a bug-report bundle or a JSONL export (bundle.py): it is read from a temporary
+  database; ``--record`` still records into ``--db``.
+- Loading the recording and building the script make several objects per frame and no
+  reference cycles: the cyclic garbage collector is off meanwhile (it would walk them again
+  and again), and what they built is then frozen (``gc.freeze``, as ``record`` does), so that
+  no later collection walks it either.
+- With ``--record`` the replay is recorded like an agent behind ``record``: the recorder
+  process is forked before anything else starts, the summary becomes a stderr line of the
+  recording, and the connection row gets the exit status.
+- A recording file holding several episodes (a cassette, docs/testing.md) is replayed by
+  following the episode the client matches (replay_episodes.py, served by replay_live_io.py);
+  ``--go-live -- AGENT`` lets a conversation no episode holds go on with that agent, and with
+  ``--record`` the live part is recorded as one more connection, after the replay's own.
+  A single recording without ``--go-live`` takes the plain engine and loop, as before.
+- ``--to-agent`` on a file of several episodes drives each in turn, a fresh agent for each,
+  and stops at the first that diverges.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from acp_proxy import __version__
+from acp_proxy.cli.main import db_option, report, resolve_db
+from acp_proxy.errors import AcpProxyError
+from acp_proxy.protocol.acp import Direction
+
+if TYPE_CHECKING:
+    from acp_proxy.record.recorder_process import RecorderProcess
+    from acp_proxy.replay.engine import Options
+    from acp_proxy.replay.match import Matcher
+    from acp_proxy.replay.script import Script
+
+EXIT_DIVERGED, EXIT_USAGE = 1, 2
+FLUSH_DEADLINE = 30.0
+
+
+def parse_timing(text: str) -> float | None:
+    """``asap`` -> None, ``recorded`` -> 1.0, ``xN`` -> 1/N (N times as fast)."""
+    if text == "asap":
+        return None
+    if text == "recorded":
+        return 1.0
+    if text.startswith("x"):
+        try:
+            factor = float(text[1:])
+        except ValueError:
+            factor = 0.0
+        if factor > 0 and factor != float("inf"):
+            return 1.0 / factor
+    raise click.BadParameter(f"{text!r}: use asap, recorded or xN (e.g. x2, x0.5)")
+
+
+@click.command(name="replay")
+@db_option
+@click.argument("ref")
+@click.argument("agent_command", nargs=-1)
+@click.option("--session", help="Replay only this session (and the connection's own frames).")
+@click.option(
+    "--timing", default="asap", show_default=True, metavar="asap|recorded|xN",
+    help="Send agent frames as fast as causality allows, with the recorded gaps, or N times "
+    "as fast as recorded.",
+)  # fmt: skip
+@click.option(
+    "--max-gap", type=click.FloatRange(min=0), metavar="SECONDS",
+    help="Cap every recorded gap at this many seconds.",
+)  # fmt: skip
+@click.option(
+    "--on-mismatch", type=click.Choice(["error", "continue"]), default="error",
+    show_default=True, help="On a client message the recording does not hold: answer with an "
+    "error and stop, or answer with an error (or the same method's next recorded response) "
+    "and go on.",
+)  # fmt: skip
+@click.option(
+    "--ignore", multiple=True, metavar="JSONPATH",
+    help="Leave this out when matching client messages, e.g. '$.params.mcpServers' "
+    "(repeatable).",
+)  # fmt: skip
+@click.option("--record", is_flag=True, help="Record the replay itself in the database.")
+@click.option(
+    "--to-agent", is_flag=True, help="Act as the recorded client instead, for the agent started "
+    "by AGENT_COMMAND (after --): exits 1 when it diverges from the recording.",
+)  # fmt: skip
+@click.option(
+    "--go-live", is_flag=True, help="When the client leaves every recorded episode, catch the "
+    "agent started by AGENT_COMMAND (after --) up with the conversation so far and go on with "
+    "it live; with --record the live part is recorded as a new connection.",
+)  # fmt: skip
+@click.option(
+    "--timeout", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True,
+    metavar="SECONDS", help="Longest wait for any message the client is expected to send.",
+)  # fmt: skip
+def replay_command(
+    db: Path | None, ref: str, session: str | None, timing: str, max_gap: float | None,
+    on_mismatch: str, ignore: tuple[str, ...], record: bool, to_agent: bool, go_live: bool,
+    timeout: float, agent_command: tuple[str, ...],
+) -> None:  # fmt: skip
+    """Act as the agent of recording REF for the client that runs this command.
+
+    Use it as the agent command of an ACP client:
+
+        acp-proxy replay my-label
+
+    Each client request is answered with the recorded response to the matching recorded
+    request (method and params, ids, _meta and cwd aside), with the client's id; the agent
+    frames that followed are sent in recorded order, byte for byte, and recorded agent
+    requests are re-issued. Live-only notices are dropped. Ends with a summary on stderr;
+    exits 1 if the client diverged from the recording, 2 on usage errors (see docs/replay.md).
+
+    With --to-agent it plays the recorded client for a live agent instead:
+
+        acp-proxy replay --to-agent my-label -- my-agent --acp
+
+    and reports the first agent frame that differs from the recording (see docs/testing.md).
+
+    A JSONL file of several episodes (a cassette) is replayed by following the episode the
+    client's conversation matches; with --go-live a conversation no episode holds goes on
+    with the agent after --, caught up with what the client was told.
+    """
+    if go_live and (to_agent or not agent_command):
+        raise click.UsageError("--go-live needs the agent command after -- (and no --to-agent)")
+    if to_agent or (agent_command and not go_live):
+        if session or max_gap is not None or timing != "asap" or on_mismatch != "error":
+            raise click.UsageError("--session, --timing, --max-gap and --on-mismatch "
+                                   "do not apply to --to-agent")  # fmt: skip
+        _to_agent(db, ref, agent_command, ignore, record, timeout)
+    from acp_proxy.replay.engine import Options, Replay
+    from acp_proxy.replay.match import Matcher
+    from acp_proxy.replay.report import exit_status, summary
+    from acp_proxy.replay.shell.client_io import serve
+    from acp_proxy.share.bundle import is_recording_file, recording_file_episodes
+
+    scale = parse_timing(timing)
+    try:
+        matcher = Matcher(ignore)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--ignore") from error
+    db_path = source = resolve_db(db)
+    options = Options(
+        scale=scale,
+        max_gap_ns=None if max_gap is None else int(max_gap * 1e9),
+        on_mismatch=on_mismatch,
+        timeout_ns=int(timeout * 1e9),
+    )
+    collecting = gc.isenabled()
+    gc.disable()  # see the module rules
+    try:
+        try:
+            episodes = [ref]
+            if is_recording_file(ref):  # a bug-report bundle or a JSONL export
+                source, ids = recording_file_episodes(ref)
+                episodes = [str(i) for i in ids]
+            if len(episodes) > 1 and session:
+                raise click.UsageError("--session needs a recording of a single episode")
+            loaded = [_script(source, episode, session, matcher) for episode in episodes]
+        except AcpProxyError as error:
+            report(str(error))
+            sys.exit(EXIT_USAGE)
+        gc.freeze()
+    finally:
+        if collecting:
+            gc.enable()
+    scripts = [script for script, _ in loaded]
+    what = loaded[0][1]
+    if len(scripts) > 1 or go_live:
+        what = f"{ref}" if len(scripts) > 1 else what
+        live = agent_command if go_live else None
+        _serve_episodes(db_path, scripts, what, matcher, options, record, live, ignore)
+    clock_origin = (time.monotonic_ns(), time.time_ns())
+    recorder = _start_recorder(db_path, clock_origin) if record else None
+    replay = Replay(scripts[0], matcher, options, time.monotonic_ns())
+    del scripts, loaded
+    serve(replay, options.timeout_ns, tap=recorder.tap if recorder else None)
+    text = summary(replay, what)
+    report(text)
+    status = exit_status(replay)
+    _finish_recording(recorder, text, status)
+    sys.exit(status)
+
+
+def _script(source: Path, ref: str, session: str | None, matcher: Matcher) -> tuple[Script, str]:
+    """The replay script of ``ref`` (narrowed to a session), and its name for the summary."""
+    from acp_proxy.replay.script import RecordedFrame, build, select_session
+    from acp_proxy.store.replay_reads import load_script
+
+    target, rows = load_script(source, ref, session)
+    session = session or target.session_id
+    what = f"connection {target.connection_id}"
+    what += f" ({target.label})" if target.label else ""
+    if session is not None:  # then every row is a RecordedFrame (load_script)
+        frames = [f for f in rows if isinstance(f, RecordedFrame)]
+        if not any(f.session_id == session for f in frames):
+            report(f"{what} has no session {session!r}")
+            sys.exit(EXIT_USAGE)
+        rows = list(select_session(frames, session))
+        del frames
+        what += f", session {session}"
+    return build(rows, matcher), what
+
+
+def _serve_episodes(
+    db_path: Path, scripts: list[Script], what: str, matcher: Matcher, options: Options,
+    record: bool, agent: tuple[str, ...] | None, ignore: tuple[str, ...],
+) -> None:  # fmt: skip
+    """Replay following episodes, going live with ``agent`` if given (see the rules); exits."""
+    from acp_proxy.record.spawn import DEFAULT_GRACE
+    from acp_proxy.replay.episodes import Episodes
+    from acp_proxy.replay.report import episodes_summary
+    from acp_proxy.replay.shell.live_io import Shell
+
+    clock_origin = (time.monotonic_ns(), time.time_ns())
+    recorder = _start_recorder(db_path, clock_origin) if record else None
+    engine = Episodes(
+        scripts, matcher, options, time.monotonic_ns(), live=agent is not None, ignore=ignore
+    )
+    grace_ns = int(min(options.timeout_ns / 1e9, DEFAULT_GRACE) * 1e9)
+    shell = Shell(engine, options.timeout_ns, agent, grace_ns,
+                  tap=recorder.tap if recorder else None)  # fmt: skip
+    shell.run()
+    text = episodes_summary(engine, what)
+    report(text)
+    status = EXIT_DIVERGED if engine.diverged else 0
+    _finish_recording(recorder, text, status)
+    live = engine.live
+    if record and agent and live is not None and live.caught_up:
+        from acp_proxy.store.live_writer import record_chunks
+
+        try:
+            new = record_chunks(db_path, agent, shell.chunks, clock_origin, shell.agent_status)
+        except AcpProxyError as error:
+            report(f"the live conversation was not recorded: {error}")
+            sys.exit(EXIT_DIVERGED)
+        report(f"the live conversation is recorded as connection {new} in {db_path}")
+    sys.exit(status)
+
+
+def _finish_recording(recorder: RecorderProcess | None, text: str, status: int) -> None:
+    """The replay's own recording: its summary as a stderr line, its exit status; then flush."""
+    if recorder is None:
+        return
+    line = f"acp-proxy: {text}\n".encode()
+    recorder.tap.put(Direction.AGENT_STDERR, time.monotonic_ns(), line)
+    recorder.tap.update(status="exited", ended_ns=time.time_ns(), exit_code=status)
+    if recorder.finish(FLUSH_DEADLINE) == "late":
+        report(f"the replay's recording is still being written (pid {recorder.pid})")
+
+
+def _to_agent(
+    db: Path | None, ref: str, argv: tuple[str, ...], ignore: tuple[str, ...], record: bool,
+    timeout: float,
+) -> None:  # fmt: skip
+    """``--to-agent``: play the recorded client for the agent ``argv``; exits."""
+    from acp_proxy.protocol.normalize import parse_path
+    from acp_proxy.record.spawn import DEFAULT_GRACE, SpawnFailed
+    from acp_proxy.replay.drive import Drive
+    from acp_proxy.replay.drive import report as drive_report
+    from acp_proxy.replay.shell.drive_io import run
+    from acp_proxy.share.bundle import is_recording_file, recording_file_episodes
+    from acp_proxy.store.replay_reads import load
+
+    if not argv:
+        raise click.UsageError("--to-agent needs the agent command after --")
+    try:
+        for path in ignore:
+            parse_path(path)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--ignore") from error
+    db_path = source = resolve_db(db)
+    refs = [ref]
+    try:
+        if is_recording_file(ref):
+            source, ids = recording_file_episodes(ref)
+            refs = [str(i) for i in ids]
+        loaded = [load(source, episode) for episode in refs]
+    except AcpProxyError as error:
+        report(str(error))
+        sys.exit(EXIT_USAGE)
+    grace_ns = int(min(timeout, DEFAULT_GRACE) * 1e9)
+    for number, (target, frames) in enumerate(loaded, start=1):
+        what = f"connection {target.connection_id}"
+        what += f" ({target.label})" if target.label else ""
+        if len(loaded) > 1:
+            what = f"episode {number} of {len(loaded)} ({what})"
+        drive = Drive(frames, ignore)
+        clock_origin = (time.monotonic_ns(), time.time_ns())
+        recorder = _start_recorder(db_path, clock_origin) if record else None
+        try:
+            run(drive, argv, int(timeout * 1e9), grace_ns, recorder.tap if recorder else None)
+        except SpawnFailed as error:
+            report(str(error))
+            sys.exit(EXIT_USAGE)
+        text = drive_report(drive, what)
+        report(text)
+        status = EXIT_DIVERGED if drive.divergence is not None else 0
+        if recorder is not None:
+            recorder.tap.update(status="exited", ended_ns=time.time_ns(), exit_code=status)
+            if recorder.finish(FLUSH_DEADLINE) == "late":
+                report(f"the run's recording is still being written (pid {recorder.pid})")
+        if status:
+            sys.exit(status)
+    sys.exit(0)
+
+
+def _start_recorder(db_path: Path, clock_origin: tuple[int, int]) -> RecorderProcess:
+    from acp_proxy.record.recorder_process import start_recorder_process
+
+    recorder = start_recorder_process(clock_origin, report, [])
+    recorder.tap.configure(
+        db=str(db_path),
+        connection={
+            "argv": ["acp-proxy", *sys.argv[1:]], "cwd": os.getcwd(),
+            "proxy_version": __version__, "proxy_pid": os.getpid(), "label": None,
+            "started_ns": clock_origin[1],
+        },
+    )  # fmt: skip
+    return recorder

@@ -1,0 +1,194 @@
+"""Terminal text for the inspecting commands: frame lines, connection lists, turn stats.
+
+Rules:
+- Pure formatting: values in, strings out (styled with ANSI codes; ``click.echo`` drops
+  the colour when the output is not a terminal).
+- One frame is one line (``frame_line``), so ``show`` and ``tail`` stream and ``grep`` works
+  on their output. Previews are cut at ``PREVIEW`` characters and never contain a newline.
+- ``frame_json`` is the machine-readable form of a frame (``--json``): one object per line.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import orjson
+
+from acp_proxy.inspect.render import words as present
+from acp_proxy.inspect.render.style import style
+from acp_proxy.inspect.transcript.values import PromptTurn
+from acp_proxy.store.values import ConnectionRow, FrameRow
+
+PREVIEW = 100
+DIRECTION_STYLE = {"c2a": ("c2a", "cyan"), "a2c": ("a2c", "green"), "stderr": ("err", "yellow")}
+KIND_COLOURS = {"error": "red", "unparseable": "red", "invalid": "red", "response": "blue"}
+
+
+def _parse(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _cut(text: str, width: int = PREVIEW) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _update_preview(update: dict[str, Any]) -> str:
+    for name in ("content", "summary"):
+        if name in update:
+            return present.content_text(update[name])
+    if "plan" in update or "entries" in update:
+        plan = update.get("plan", update)
+        entries = plan.get("entries") if isinstance(plan, dict) else None
+        return " | ".join(present.plan_line(e) for e in entries or [])
+    for name in ("title", "status", "state", "currentModeId"):
+        if isinstance(update.get(name), str):
+            extra = update.get("stopReason") or update.get("status") if name != "status" else None
+            return f"{update[name]}" + (f" {extra}" if isinstance(extra, str) else "")
+    if "used" in update:
+        return present.usage_text(update)
+    return ""
+
+
+def preview(frame: FrameRow) -> str:
+    """A short description of what the frame says, beyond its kind and method."""
+    if frame.direction == "stderr" or frame.kind == "unparseable":
+        return _cut(frame.raw.decode(errors="replace"))
+    value = _parse(frame.raw)
+    if not isinstance(value, dict):
+        return _cut(present.to_json(value)) if value is not None else ""
+    params = value.get("params")
+    if frame.update_kind is not None and isinstance(params, dict):
+        update = params.get("update")
+        return _cut(_update_preview(update)) if isinstance(update, dict) else ""
+    if "error" in value and isinstance(value["error"], dict):
+        return _cut(f"{value['error'].get('code')} {value['error'].get('message')}")
+    if isinstance(params, dict):
+        shown = {k: v for k, v in params.items() if k not in ("sessionId", "_meta")}
+        return _cut(present.to_json(shown)) if shown else ""
+    result = value.get("result")
+    return _cut(present.to_json(result)) if result not in (None, {}) else ""
+
+
+def frame_line(frame: FrameRow, first_ns: int | None) -> str:
+    elapsed = (frame.mono_ns - first_ns) / 1e9 if first_ns is not None else 0.0
+    label, colour = DIRECTION_STYLE.get(frame.direction, (frame.direction, "white"))
+    kind = style(f"{frame.kind:<12}", fg=KIND_COLOURS.get(frame.kind))
+    parts = [f"{frame.seq:>7}", f"{elapsed:>+9.3f}s", style(label, fg=colour), kind]
+    if frame.method is not None:
+        parts.append(style(frame.method, bold=True))
+    if frame.rpc_id is not None:
+        parts.append(
+            f"[{frame.rpc_id!r}]" if isinstance(frame.rpc_id, str) else f"[{frame.rpc_id}]"
+        )
+    if frame.update_kind is not None:
+        parts.append(style(frame.update_kind, fg="magenta"))
+    if frame.stop_reason is not None:
+        parts.append(style(frame.stop_reason, fg="yellow"))
+    if frame.latency_ns is not None:
+        parts.append(style(present.duration(frame.latency_ns), fg="cyan"))
+    text = preview(frame)
+    if text:
+        parts.append(style(text, dim=True))
+    if frame.flags:
+        parts.append(style(",".join(frame.flags), fg="red"))
+    return " ".join(parts)
+
+
+def frame_json(frame: FrameRow, first_ns: int | None) -> str:
+    record: dict[str, Any] = {
+        "seq": frame.seq, "direction": frame.direction, "time_ns": frame.wall_ns,
+        "elapsed_ms": None if first_ns is None else (frame.mono_ns - first_ns) / 1e6,
+        "kind": frame.kind, "rpc_id": frame.rpc_id, "method": frame.method,
+        "session_id": frame.session_id, "update_kind": frame.update_kind,
+        "request_seq": frame.request_seq, "stop_reason": frame.stop_reason,
+        "error_code": frame.error_code,
+        "latency_ms": None if frame.latency_ns is None else frame.latency_ns / 1e6,
+        "flags": list(frame.flags),
+    }  # fmt: skip
+    value = _parse(frame.raw) if frame.kind != "stderr" else None
+    if value is not None:
+        record["message"] = value
+    else:
+        try:
+            record["text"] = frame.raw.decode()
+        except UnicodeDecodeError:
+            record["raw_base64"] = base64.b64encode(frame.raw).decode()
+    return orjson.dumps(record).decode()
+
+
+def pretty_body(frame: FrameRow) -> str:
+    value = _parse(frame.raw) if frame.kind != "stderr" else None
+    body = (
+        present.to_json(value, pretty=True)
+        if value is not None
+        else frame.raw.decode(errors="replace")
+    )
+    return "\n".join("    " + line for line in body.rstrip("\n").splitlines())
+
+
+def connection_line(
+    row: ConnectionRow, frames: int, prompts: int, errors: int, duration_ns: int | None
+) -> str:
+    label = f" {style(row.label, fg='cyan')}" if row.label else ""
+    ending = row.ending
+    ending_style = style(ending, fg="green" if ending in ("exit 0", "running") else "red")
+    problems = style(f", {errors} errors", fg="red") if errors else ""
+    return (
+        f"{style(str(row.id), bold=True):>4}{label}  {present.wall(row.started_ns)}  "
+        f"{present.peer(row.agent_info)} <- {present.peer(row.client_info)}  "
+        f"v{row.protocol_version if row.protocol_version is not None else '?'}  "
+        f"{frames} frames  {prompts} turns  {present.duration(duration_ns)}  "
+        f"{ending_style}{problems}"
+    )
+
+
+STATS_HEADER = (
+    "session", "turn", "accepted", "first text", "duration", "tools", "permissions", "waited",
+    "stop", "usage",
+)  # fmt: skip
+
+
+def turn_stats(turn: PromptTurn) -> tuple[str, ...]:
+    accepted = (
+        present.since(turn.started_ns, turn.response_ns)
+        if turn.end_seq != turn.response_seq
+        else "-"
+    )
+    return (
+        turn.session_id, str(turn.index + 1), accepted,
+        present.since(turn.started_ns, turn.first_output_ns),
+        present.since(turn.started_ns, turn.end_ns), str(len(turn.tool_calls)),
+        str(turn.permissions),
+        present.duration(turn.permission_wait_ns) if turn.permissions else "-",
+        turn.stop_reason or turn.status, present.usage_text(turn.usage) if turn.usage else "-",
+    )  # fmt: skip
+
+
+def _ms(start: int | None, end: int | None) -> float | None:
+    return None if start is None or end is None else (end - start) / 1e6
+
+
+def turn_record(turn: PromptTurn) -> dict[str, Any]:
+    """One prompt turn for ``stats --json``."""
+    accepted = turn.response_seq != turn.end_seq  # v1 (and refusals): the answer is the end
+    return {
+        "session_id": turn.session_id, "turn": turn.index + 1, "prompt_seq": turn.prompt_seq,
+        "status": turn.status, "stop_reason": turn.stop_reason,
+        "accepted_ms": _ms(turn.started_ns, turn.response_ns) if accepted else None,
+        "first_text_ms": _ms(turn.started_ns, turn.first_output_ns),
+        "duration_ms": _ms(turn.started_ns, turn.end_ns), "tool_calls": len(turn.tool_calls),
+        "permissions": turn.permissions, "permission_wait_ms": turn.permission_wait_ns / 1e6,
+        "usage": turn.usage,
+    }  # fmt: skip
+
+
+def table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(style(h.ljust(w), bold=True) for h, w in zip(header, widths, strict=True))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return lines

@@ -1,0 +1,58 @@
+"""Sans-I/O mutable state of the transcript model: a session's timeline, turns and settings.
+
+Rules:
+- Only ``transcript.py`` changes these; ``view()`` freezes them into transcript_values.
+- A timeline keeps items in first-seen order; replacing an item keeps its place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from acp_proxy.inspect.transcript.entities import Key
+from acp_proxy.inspect.transcript.values import Item, PromptTurn, SessionView
+
+
+class Timeline:
+    """Items in first-seen order, replaceable in place."""
+
+    def __init__(self) -> None:
+        self.items: dict[Key, Item] = {}
+
+    def put(self, key: Key, item: Item) -> None:
+        self.items[key] = item  # a new key goes last; an existing one keeps its place
+
+    def remove(self, key: Key) -> None:
+        self.items.pop(key, None)
+
+
+class SessionState:
+    def __init__(self, session_id: str, opened_by: str | None) -> None:
+        self.session_id = session_id
+        self.opened_by = opened_by
+        self.timeline = Timeline()
+        self.turns: list[PromptTurn] = []
+        self.open_turns: list[int] = []
+        self.last_entity: Key | None = None
+        self.anonymous = 0
+        self.state: str | None = None
+        self.usage: Any = None
+        self.commands: Any = None
+        self.config_options: Any = None
+        self.mode: str | None = None
+        self.info: dict[str, Any] = {}
+
+    @property
+    def turn(self) -> int | None:
+        return self.open_turns[-1] if self.open_turns else None
+
+    def change_turn(self, index: int, **changes: Any) -> None:
+        self.turns[index] = replace(self.turns[index], **changes)
+
+    def view(self) -> SessionView:
+        return SessionView(
+            self.session_id, self.opened_by, tuple(self.timeline.items.values()),
+            tuple(self.turns), self.state, self.usage, self.commands, self.config_options,
+            self.mode, dict(self.info),
+        )  # fmt: skip

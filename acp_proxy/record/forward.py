@@ -1,0 +1,160 @@
+"""Forwarding: one thread per direction moving bytes as they arrive, tapping each chunk.
+
+Rules:
+- Each direction is one loop in its own thread: ``poll`` on the source and a stop pipe,
+  ``os.read`` of whatever is there (never waiting for a line or a full buffer), ``tap.put`` of
+  the chunk, ``os.write`` of the same bytes. Nothing looks inside the bytes on this path.
+- The chunk is queued for the recorder before it is written on: once the peer can see the
+  bytes it can answer, and the answer must never get an earlier place in the timeline.
+- A destination that goes away (EPIPE) stops the forwarding, not the reading: what the peer
+  still says is recorded.
+- The threads start as soon as the agent is spawned, before the rest of ``record`` is even
+  imported; the relay then owns them: it waits for every one of them and ends them through
+  the stop pipe. No thread is ever left blocked.
+- When the client's stdin ends, the agent's stdin is closed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import select
+import stat
+import subprocess
+import threading
+import time
+
+from acp_proxy.protocol.acp import Direction
+from acp_proxy.record.tap import Tap
+from acp_proxy.stderr import Reporter
+
+CHUNK_SIZE = 1024 * 1024  # as large as the pipes the agent writes into
+
+
+def _write_all(fd: int, data: memoryview) -> None:
+    while data:
+        try:
+            data = data[os.write(fd, data) :]
+        except BlockingIOError:  # somebody made our destination non-blocking: wait for room
+            select.select([], [fd], [])
+
+
+def pump(
+    source: int, destination: int, direction: Direction, tap: Tap, stop_fd: int,
+    report: Reporter,
+) -> None:  # fmt: skip
+    """Forward ``source`` to ``destination`` chunk by chunk until EOF or stop; tap each chunk.
+
+    The source is read without blocking while it has data (one system call per chunk), and
+    waited for with ``poll`` (with the stop pipe) only when it is empty. Reads go into one
+    reusable buffer (no allocation per chunk; large reads would otherwise pay for fresh pages
+    every time); the tap copies the bytes into its pipe.
+    """
+    poller = select.poll()
+    poller.register(source, select.POLLIN)
+    poller.register(stop_fd, select.POLLIN)
+    forwarding = True
+    buffer = bytearray(CHUNK_SIZE)
+    whole = memoryview(buffer)
+    readv, monotonic_ns, put = os.readv, time.monotonic_ns, tap.put_view
+    # Non-blocking only on pipes and sockets: a terminal's flags are shared with the shell,
+    # which must never find them changed (even if the proxy is killed before restoring them).
+    kind = os.fstat(source).st_mode
+    nonblocking = os.get_blocking(source) and (stat.S_ISFIFO(kind) or stat.S_ISSOCK(kind))
+    if nonblocking:
+        os.set_blocking(source, False)
+    try:
+        while True:
+            if not nonblocking:  # a blocking source: wait for it (or the stop pipe) first
+                ready = poller.poll()
+                if len(ready) > 1 or ready[0][0] == stop_fd:
+                    break
+            try:
+                size = readv(source, (buffer,))
+            except BlockingIOError:
+                ready = poller.poll()
+                if len(ready) > 1 or ready[0][0] == stop_fd:
+                    break
+                continue
+            except OSError:
+                size = 0
+            if not size:
+                break
+            chunk = whole[:size]
+            put(direction, monotonic_ns(), chunk)
+            if forwarding:
+                try:
+                    _write_all(destination, chunk)
+                except OSError as error:
+                    forwarding = False
+                    if error.errno not in (errno.EPIPE, errno.EBADF):
+                        report(f"cannot forward {direction.value}: {error.strerror or error}")
+    finally:
+        if nonblocking:
+            with contextlib.suppress(OSError):
+                os.set_blocking(source, True)
+    whole.release()
+    put(direction, monotonic_ns(), memoryview(b""))
+
+
+class Forwarding:
+    """The three forwarding threads of one connection, started at once."""
+
+    def __init__(
+        self,
+        process: subprocess.Popen[bytes],
+        tap: Tap,
+        report: Reporter,
+        *,
+        client_in: int = 0,
+        client_out: int = 1,
+        client_err: int = 2,
+    ) -> None:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        assert process.stderr is not None
+        self._stop_read, self._stop_write = os.pipe()
+        self._agent_stdin = process.stdin
+        self.client_eof = threading.Event()
+        up = (client_in, process.stdin.fileno(), Direction.CLIENT_TO_AGENT)
+        down = (process.stdout.fileno(), client_out, Direction.AGENT_TO_CLIENT)
+        err = (process.stderr.fileno(), client_err, Direction.AGENT_STDERR)
+        self._up = threading.Thread(target=self._forward_up, args=(*up, tap, report),
+                                    name="acp-proxy c2a")  # fmt: skip
+        self._outputs = [
+            threading.Thread(
+                target=pump,
+                args=(*args, tap, self._stop_read, report),
+                name=f"acp-proxy {args[2].value}",
+            )
+            for args in (down, err)
+        ]
+        for thread in (self._up, *self._outputs):
+            thread.start()
+
+    def _forward_up(
+        self, source: int, destination: int, direction: Direction, tap: Tap, report: Reporter
+    ) -> None:
+        try:
+            pump(source, destination, direction, tap, self._stop_read, report)
+        finally:
+            with contextlib.suppress(OSError):
+                self._agent_stdin.close()
+            self.client_eof.set()
+
+    def wait_for_outputs(self, timeout: float | None = None) -> bool:
+        """Wait until the agent's stdout and stderr have ended; False on timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread in self._outputs:
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return not any(thread.is_alive() for thread in self._outputs)
+
+    def stop(self) -> None:
+        """End every loop that is still running (they return promptly), then wait for them."""
+        with contextlib.suppress(OSError):
+            os.write(self._stop_write, b"x")
+        for thread in (self._up, *self._outputs):
+            thread.join()
+        os.close(self._stop_read)
+        os.close(self._stop_write)

@@ -1,0 +1,203 @@
+"""The recorder process: recording runs beside the proxy, never inside its forwarding.
+
+Rules:
+- ``start_recorder_process`` forks right after the agent is spawned, while the proxy has no
+  threads yet (forking a threaded process is unsafe) and has imported little (a small parent
+  makes a small child). The child is the recorder; the parent keeps only the writing end of
+  the tap (a ``Tap``: see tap.py). What to record arrives later, as a ``CONFIG`` message.
+- Why a process and not a thread: framing, JSON parsing and SQLite binding are Python work
+  that holds the interpreter lock; in a thread they stall the forwarding threads (measured:
+  see docs/performance.md). In a process of its own the recorder has its own lock and core.
+- The child closes everything that belongs to the conversation (the agent's pipes, the
+  client's stdin and stdout), so it can never keep a peer from seeing end of file. It keeps
+  stderr for its own one-line reports. It ignores SIGINT, SIGTERM and SIGHUP: it ends when the
+  tap closes, after committing everything it has read, even if the proxy was killed.
+- In the child, one thread reads the tap into the recorder's queue (memory, then a spill file:
+  see chunk_queue.py), so the tap's ring stays drained and forwarding does not wait while
+  SQLite commits; the main thread records, in the idle scheduling class (it yields the core to
+  forwarding and to the peers at once), while the reading thread keeps normal priority.
+- When everything is committed the child tells the proxy through a second pipe (the proxy
+  then exits), and only then runs its final WAL checkpoint: housekeeping never delays the
+  client. The child's exit status: 0 when everything was recorded, 1 when it failed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import select
+import signal
+import threading
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from acp_proxy.record.spawn import enlarge_pipe
+from acp_proxy.record.tap import CHUNK, CONFIG, UPDATE, Channel, Tap, TapReader, decode_json
+from acp_proxy.stderr import Reporter
+
+if TYPE_CHECKING:
+    from acp_proxy.record.recorder import Recorder
+
+RECORDER_NICENESS = 10
+
+
+class RecorderProcess:
+    """The parent's handle on the recorder process."""
+
+    def __init__(self, pid: int, tap: Tap, committed_fd: int) -> None:
+        self.pid = pid
+        self.tap = tap
+        self._committed_fd = committed_fd
+
+    def finish(self, deadline: float) -> str:
+        """Close the tap; wait up to ``deadline`` seconds for everything to be committed.
+
+        Returns ``"recorded"``, ``"failed"`` (the recorder said why), ``"died"`` (the recorder
+        process ended without a word) or ``"late"`` (still writing at the deadline). The
+        recorder's final WAL checkpoint runs after this returns, in the background.
+        """
+        self.tap.close()
+        try:
+            ready, _, _ = select.select([self._committed_fd], [], [], deadline)
+            if not ready:
+                return "late"
+            return {b"1": "recorded", b"0": "failed"}.get(os.read(self._committed_fd, 1), "died")
+        finally:
+            os.close(self._committed_fd)
+
+
+def start_recorder_process(
+    clock_origin: tuple[int, int], report: Reporter, conversation_fds: Iterable[int]
+) -> RecorderProcess:
+    """Fork the recorder. ``conversation_fds`` are closed in the child (the agent's pipes).
+
+    The recorder learns where and what to record from a ``CONFIG`` message (``tap.configure``).
+    """
+    channel = Channel()
+    if channel.shared is None:
+        enlarge_pipe(channel.write_fd)  # the pipe carries the chunks themselves
+    committed_read, committed_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the recorder process
+        status = 70
+        try:
+            reader = channel.reader()
+            os.close(committed_read)
+            _leave_the_conversation(conversation_fds)
+            status = record_from_tap(reader, clock_origin, report, committed_write)
+        except BaseException as error:  # the child must never return into the parent's code
+            report(f"the recorder failed: {type(error).__name__}: {error}")
+        finally:
+            os._exit(status)
+    os.close(committed_write)
+    return RecorderProcess(pid, channel.writer(), committed_read)
+
+
+def _leave_the_conversation(fds: Iterable[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
+
+
+def _yield_to_forwarding() -> None:
+    """Let the forwarding threads (and the peers) win every contest for a core (this thread).
+
+    In Linux's idle scheduling class the recorder is preempted at once whenever anything else
+    wakes up on its core (a batch-class or niced process can keep the core for a millisecond
+    or more, which showed as ping p99 spikes), and it runs freely whenever the core would
+    otherwise idle. Under sustained load it falls behind and its queue spills to disk; it
+    catches up when the load ends. Elsewhere: a niced process, or nothing.
+    """
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
+        with contextlib.suppress(OSError):
+            os.nice(RECORDER_NICENESS)
+
+
+def record_from_tap(
+    tap: TapReader, clock_origin: tuple[int, int], report: Reporter, committed_fd: int
+) -> int:
+    """The recorder process's work: read the tap until EOF, record, return the exit status.
+
+    Chunks wait in the queue until the ``CONFIG`` message says where to record (forwarding
+    starts before the command line is read). Without one, nothing is recorded: the proxy
+    stopped before it knew where to (a usage error). Once everything is committed it writes
+    ``1`` (or ``0`` if the recording failed) to ``committed_fd`` so the proxy can exit, then
+    checkpoints the WAL.
+    """
+    # Imported here, in the child: the parent (forwarding) never pays for SQLite.
+    from pathlib import Path
+
+    from acp_proxy.record.chunk_queue import ChunkQueue
+    from acp_proxy.record.recorder import Recorder
+    from acp_proxy.store.database import NewConnection
+
+    # The recorder makes no reference cycles; millions of short-lived rows would otherwise
+    # trigger needless cyclic collections.
+    gc.disable()
+    queue = ChunkQueue(report=report)
+    configured = threading.Event()
+    settings: dict[str, Any] = {}
+    early_updates: dict[str, Any] = {}
+    lock = threading.Lock()
+    recorder: Recorder | None = None
+
+    def read_tap() -> None:
+        try:
+            for batch in tap.batches():
+                chunks = [(d, ns, payload) for kind, d, ns, payload in batch if kind == CHUNK]
+                queue.put_many(chunks)
+                for kind, _, _, payload in batch:
+                    if kind == UPDATE:  # connection columns: their place among chunks is moot
+                        with lock:
+                            if recorder is None:
+                                early_updates.update(decode_json(payload))
+                            else:
+                                recorder.set_connection(**decode_json(payload))
+                    elif kind == CONFIG:
+                        settings.update(decode_json(payload))
+                        configured.set()
+        finally:
+            queue.close()
+            configured.set()
+
+    reader = threading.Thread(target=read_tap, name="acp-proxy tap reader", daemon=True)
+    reader.start()
+    # Only this thread (framing, parsing, SQLite) steps aside; the reader keeps its normal
+    # priority, so the tap is drained promptly and forwarding never waits on it.
+    _yield_to_forwarding()
+    configured.wait()
+    if not settings:
+        reader.join()
+        return 0
+    with lock:
+        recorder = Recorder(
+            Path(settings["db"]), NewConnection(**settings["connection"]), queue, report,
+            clock_origin=clock_origin,
+        )  # fmt: skip
+        recorder.set_connection(**early_updates)
+        if settings.get("check"):
+            from acp_proxy.record.live_check import LiveCheck
+
+            recorder.live_check = LiveCheck(report)
+    recorder.run()
+    reader.join()
+    recorded = recorder.status.error is None
+    with contextlib.suppress(OSError):  # the proxy may be gone (killed): nobody is waiting
+        os.write(committed_fd, b"1" if recorded else b"0")
+        os.close(committed_fd)
+    # The conversation is over for the client: let go of its stderr too, so nothing waits for
+    # this housekeeping to end.
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 2)
+    os.close(null)
+    recorder.checkpoint()
+    return 0 if recorded else 1

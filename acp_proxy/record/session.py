@@ -1,0 +1,104 @@
+"""``record``: one proxied connection, from spawning the agent to the last committed frame.
+
+Rules:
+- The agent is launched (launch.py: spawned, recorder forked and told where to record, bytes
+  flowing) before anything slow happens (the database, in the recorder process), so the proxy
+  adds as little as possible to the agent's start-up.
+- Recording never blocks forwarding except through the recorder's byte bound (see
+  chunk_queue.py); a recording that fails is reported once and forwarding goes on.
+- An agent that cannot start gets the shell's exit status (127 not found, 126 not executable),
+  a one-line message and, where the database works, a connection row that says so.
+- After the agent has exited, the recorder gets ``flush_deadline`` seconds to commit the rest.
+- The exit status is the agent's (128+N for signal N).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from acp_proxy import __version__
+from acp_proxy.errors import RecordingError
+from acp_proxy.record.launch import Launched, launch
+from acp_proxy.record.spawn import DEFAULT_GRACE
+from acp_proxy.stderr import Reporter
+
+FLUSH_DEADLINE = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class RecordOptions:
+    agent_argv: Sequence[str]
+    db_path: Path
+    label: str | None = None
+    grace: float = DEFAULT_GRACE
+    check: bool = False
+    flush_deadline: float = FLUSH_DEADLINE
+
+
+def record(options: RecordOptions, report: Reporter, launched: Launched | None = None) -> int:
+    """Run the agent behind the proxy, recording everything; return the exit status.
+
+    ``launched`` is the launch entry.py already made for this command, if any.
+    """
+    if launched is None:
+        launched = launch(
+            options.agent_argv, report, str(options.db_path), options.label, check=options.check
+        )
+    process, recorder, forwarding = launched.process, launched.recorder, launched.forwarding
+    if process is None or recorder is None or forwarding is None:
+        failure = launched.failure
+        assert failure is not None
+        report(str(failure))
+        _record_spawn_failure(options, str(failure), launched.clock_origin[1], report)
+        return failure.exit_status
+    import gc
+
+    from acp_proxy.record.relay import relay
+
+    # Everything imported so far lives as long as the proxy: keep it out of the cyclic
+    # collector's way, so that a full collection never pauses forwarding for milliseconds.
+    gc.freeze()
+
+    try:
+        ended = relay(process, forwarding, report, grace=options.grace)
+    finally:
+        if process.returncode is None:  # the relay itself failed: do not leave the agent behind
+            process.kill()
+            process.wait()
+    recorder.tap.update(
+        status="exited" if ended.signal is None else "signalled",
+        ended_ns=time.time_ns(), exit_code=ended.exit_code, exit_signal=ended.signal,
+    )  # fmt: skip
+    outcome = recorder.finish(options.flush_deadline)
+    if outcome == "late":
+        report(
+            f"the recording was still being written {options.flush_deadline:g}s after the "
+            f"agent exited; it goes on in the background (pid {recorder.pid})"
+        )
+    elif outcome == "died":
+        report("the recorder process ended early: the recording is incomplete")
+    return ended.exit_status
+
+
+def _record_spawn_failure(
+    options: RecordOptions, error: str, started_ns: int, report: Reporter
+) -> None:
+    from acp_proxy.store.database import NewConnection, RecordingWriter, connect
+
+    new = NewConnection(
+        argv=options.agent_argv, cwd=os.getcwd(), proxy_version=__version__,
+        proxy_pid=os.getpid(), label=options.label, started_ns=started_ns,
+    )  # fmt: skip
+    try:
+        db = connect(options.db_path)
+        try:
+            writer = RecordingWriter.start(db, new)
+            writer.update(status="spawn_failed", error=error, ended_ns=time.time_ns())
+        finally:
+            db.close()
+    except RecordingError as failure:
+        report(f"{failure}; the failed start was not recorded")

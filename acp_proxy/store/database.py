@@ -1,0 +1,599 @@
+"""The recording database: the only module that speaks SQL.
+
+Rules:
+- One SQLite file holds many connections. WAL mode, ``synchronous=NORMAL``: a crash of the
+  proxy loses at most the batch being written, never a committed one, and readers (``tail``,
+  Datasette) never block the writer.
+- The file is created with mode 0600 (recordings hold secrets) and its folder with 0700.
+- The schema version lives in ``PRAGMA user_version``; ``MIGRATIONS[n]`` takes a database from
+  version n to n+1. Views are dropped and re-created by the last migration step so they always
+  match the code. A database newer than this code is refused, never modified.
+- Several proxies may append to one file at once: each uses its own connection, short
+  ``BEGIN IMMEDIATE`` transactions and a busy timeout.
+- A recorder's connection does not checkpoint the WAL on commit (copying every page into the
+  main file as frames stream in halved large-frame throughput); the recorder checkpoints when
+  it is idle, when the WAL passes a size, and when its connection is done (``checkpoint``).
+- Failures become ``RecordingError`` (one root: ``AcpProxyError``); callers decide what to say.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from acp_proxy.errors import RecordingError, UnknownRecording
+from acp_proxy.protocol.observer import FRAME_COLUMNS, ConnectionFacts, FrameRecord
+
+SCHEMA_VERSION = 3
+LARGE_FRAME_BYTES = 1024 * 1024
+BUSY_TIMEOUT_MS = 10_000
+
+_SCHEMA_V1 = """
+CREATE TABLE connection (
+    id INTEGER PRIMARY KEY,
+    uid TEXT NOT NULL UNIQUE,
+    label TEXT,
+    status TEXT NOT NULL,
+    started_ns INTEGER NOT NULL,
+    ended_ns INTEGER,
+    argv TEXT NOT NULL,
+    cwd TEXT NOT NULL,
+    proxy_version TEXT NOT NULL,
+    proxy_pid INTEGER NOT NULL,
+    agent_pid INTEGER,
+    exit_code INTEGER,
+    exit_signal INTEGER,
+    error TEXT,
+    protocol_version INTEGER,
+    client_info TEXT,
+    agent_info TEXT,
+    frames_c2a INTEGER NOT NULL DEFAULT 0,
+    frames_a2c INTEGER NOT NULL DEFAULT 0,
+    lines_stderr INTEGER NOT NULL DEFAULT 0,
+    bytes_c2a INTEGER NOT NULL DEFAULT 0,
+    bytes_a2c INTEGER NOT NULL DEFAULT 0,
+    bytes_stderr INTEGER NOT NULL DEFAULT 0,
+    frames_lost INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE frame (
+    id INTEGER PRIMARY KEY,
+    connection_id INTEGER NOT NULL REFERENCES connection(id),
+    seq INTEGER NOT NULL,
+    direction TEXT NOT NULL,
+    mono_ns INTEGER NOT NULL,
+    wall_ns INTEGER NOT NULL,
+    offset INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    raw BLOB NOT NULL,
+    kind TEXT NOT NULL,
+    rpc_id,
+    method TEXT,
+    request_seq INTEGER,
+    session_id TEXT,
+    update_kind TEXT,
+    message_id TEXT,
+    tool_call_id TEXT,
+    error_code INTEGER,
+    stop_reason TEXT,
+    bad_json INTEGER NOT NULL DEFAULT 0,
+    bad_utf8 INTEGER NOT NULL DEFAULT 0,
+    not_jsonrpc INTEGER NOT NULL DEFAULT 0,
+    batch INTEGER NOT NULL DEFAULT 0,
+    no_newline INTEGER NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX frame_by_connection_seq ON frame(connection_id, seq);
+CREATE INDEX frame_by_session ON frame(session_id, connection_id, seq)
+    WHERE session_id IS NOT NULL;
+"""
+
+# Views: dropped and re-created whenever the schema is migrated (see module rules).
+_VIEWS = """
+DROP VIEW IF EXISTS frames;
+CREATE VIEW frames AS
+SELECT f.connection_id, f.seq, f.direction,
+       strftime('%Y-%m-%dT%H:%M:%f', f.wall_ns / 1e9, 'unixepoch') || 'Z' AS time_utc,
+       (f.mono_ns - first.mono_ns) / 1e6 AS elapsed_ms,
+       f.kind, f.rpc_id, f.method, f.session_id, f.update_kind, f.message_id, f.tool_call_id,
+       f.error_code, f.stop_reason, f.size,
+       CASE WHEN f.bad_utf8 = 0 THEN CAST(f.raw AS TEXT) END AS text,
+       f.bad_json, f.bad_utf8, f.not_jsonrpc, f.batch, f.no_newline
+FROM frame f
+JOIN frame first ON first.connection_id = f.connection_id AND first.seq = 1;
+
+DROP VIEW IF EXISTS rpc_calls;
+CREATE VIEW rpc_calls AS
+SELECT req.connection_id, req.seq AS request_seq, resp.seq AS response_seq,
+       CASE req.direction WHEN 'c2a' THEN 'client' ELSE 'agent' END AS caller,
+       req.rpc_id, req.method, req.session_id,
+       resp.kind AS outcome, resp.error_code, resp.stop_reason,
+       (resp.mono_ns - req.mono_ns) / 1e6 AS latency_ms
+FROM frame req
+LEFT JOIN frame resp
+  ON resp.connection_id = req.connection_id AND resp.request_seq = req.seq
+WHERE req.kind = 'request';
+
+DROP VIEW IF EXISTS sessions;
+CREATE VIEW sessions AS
+SELECT f.session_id, f.connection_id, c.label, c.protocol_version,
+       min(f.seq) AS first_seq, max(f.seq) AS last_seq,
+       strftime('%Y-%m-%dT%H:%M:%f', min(f.wall_ns) / 1e9, 'unixepoch') || 'Z' AS first_seen_utc,
+       (max(f.mono_ns) - min(f.mono_ns)) / 1e6 AS duration_ms,
+       count(*) AS frames,
+       sum(f.method = 'session/prompt' AND f.kind = 'request') AS prompts,
+       sum(f.method = 'session/update') AS updates,
+       (SELECT m.method FROM frame m
+         WHERE m.connection_id = f.connection_id AND m.session_id = f.session_id
+           AND m.method IN ('session/new', 'session/load', 'session/resume', 'session/fork')
+         ORDER BY m.seq LIMIT 1) AS opened_by
+FROM frame f
+JOIN connection c ON c.id = f.connection_id
+WHERE f.session_id IS NOT NULL
+GROUP BY f.connection_id, f.session_id;
+
+DROP VIEW IF EXISTS prompt_turns;
+CREATE VIEW prompt_turns AS
+WITH turn AS (
+    SELECT p.connection_id, p.seq AS prompt_seq, p.session_id, p.mono_ns AS prompt_ns,
+           c.protocol_version,
+           r.seq AS response_seq, r.mono_ns AS response_ns, r.kind AS response_kind,
+           r.stop_reason AS response_stop_reason, r.message_id AS response_message_id,
+           (SELECT i.seq FROM frame i
+             WHERE i.connection_id = p.connection_id AND i.session_id = p.session_id
+               AND i.seq > p.seq AND i.update_kind = 'state_update'
+               AND json_extract(CAST(i.raw AS TEXT), '$.params.update.state') = 'idle'
+             ORDER BY i.seq LIMIT 1) AS idle_seq
+    FROM frame p
+    JOIN connection c ON c.id = p.connection_id
+    LEFT JOIN frame r ON r.connection_id = p.connection_id AND r.request_seq = p.seq
+    WHERE p.kind = 'request' AND p.method = 'session/prompt' AND p.direction = 'c2a'
+)
+SELECT t.connection_id, t.session_id, t.prompt_seq, t.protocol_version,
+       t.response_seq, t.response_message_id AS message_id,
+       CASE WHEN t.protocol_version >= 2 THEN t.idle_seq ELSE t.response_seq END AS end_seq,
+       CASE WHEN t.protocol_version >= 2 THEN idle.stop_reason
+            ELSE t.response_stop_reason END AS stop_reason,
+       CASE WHEN t.response_kind = 'error' THEN 'error'
+            WHEN t.protocol_version >= 2 AND t.idle_seq IS NULL THEN 'unfinished'
+            WHEN t.protocol_version < 2 AND t.response_seq IS NULL THEN 'unfinished'
+            ELSE 'finished' END AS status,
+       (t.response_ns - t.prompt_ns) / 1e6 AS response_ms,
+       (CASE WHEN t.protocol_version >= 2 THEN idle.mono_ns ELSE t.response_ns END
+        - t.prompt_ns) / 1e6 AS duration_ms
+FROM turn t
+LEFT JOIN frame idle ON idle.connection_id = t.connection_id AND idle.seq = t.idle_seq;
+"""
+
+# Format 2: findings of the spec rules, from ``record --check`` (live) or stored by ``check``.
+_SCHEMA_V2 = """
+CREATE TABLE finding (
+    id INTEGER PRIMARY KEY,
+    connection_id INTEGER NOT NULL REFERENCES connection(id),
+    seq INTEGER,
+    direction TEXT,
+    rule TEXT NOT NULL,
+    severity TEXT NOT NULL,
+    message TEXT NOT NULL,
+    found_ns INTEGER NOT NULL,
+    origin TEXT NOT NULL DEFAULT 'live'
+);
+CREATE INDEX finding_by_connection ON finding(connection_id, seq);
+CREATE INDEX finding_by_rule ON finding(rule, severity);
+"""
+
+# Format 3: ``raw`` becomes the last column of ``frame``. A large frame is inserted as
+# ``zeroblob(size)`` and then written through an incremental blob; SQLite can only keep a
+# zeroblob unexpanded when it is the last field of the row, so in the middle it allocated the
+# whole frame (twice) and wrote its pages twice. SQLite cannot move a column: the table is
+# rebuilt (views first dropped; the last step re-creates them). Keep ``raw`` last (tested).
+_FRAME_V3_COLUMNS = """id, connection_id, seq, direction, mono_ns, wall_ns, offset, size, kind,
+    rpc_id, method, request_seq, session_id, update_kind, message_id, tool_call_id, error_code,
+    stop_reason, bad_json, bad_utf8, not_jsonrpc, batch, no_newline, raw"""
+_SCHEMA_V3 = f"""
+DROP VIEW IF EXISTS frames;
+DROP VIEW IF EXISTS rpc_calls;
+DROP VIEW IF EXISTS sessions;
+DROP VIEW IF EXISTS prompt_turns;
+CREATE TABLE frame_v3 (
+    id INTEGER PRIMARY KEY,
+    connection_id INTEGER NOT NULL REFERENCES connection(id),
+    seq INTEGER NOT NULL,
+    direction TEXT NOT NULL,
+    mono_ns INTEGER NOT NULL,
+    wall_ns INTEGER NOT NULL,
+    offset INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    rpc_id,
+    method TEXT,
+    request_seq INTEGER,
+    session_id TEXT,
+    update_kind TEXT,
+    message_id TEXT,
+    tool_call_id TEXT,
+    error_code INTEGER,
+    stop_reason TEXT,
+    bad_json INTEGER NOT NULL DEFAULT 0,
+    bad_utf8 INTEGER NOT NULL DEFAULT 0,
+    not_jsonrpc INTEGER NOT NULL DEFAULT 0,
+    batch INTEGER NOT NULL DEFAULT 0,
+    no_newline INTEGER NOT NULL DEFAULT 0,
+    raw BLOB NOT NULL
+);
+INSERT INTO frame_v3 ({_FRAME_V3_COLUMNS}) SELECT {_FRAME_V3_COLUMNS} FROM frame;
+DROP TABLE frame;
+ALTER TABLE frame_v3 RENAME TO frame;
+CREATE UNIQUE INDEX frame_by_connection_seq ON frame(connection_id, seq);
+CREATE INDEX frame_by_session ON frame(session_id, connection_id, seq)
+    WHERE session_id IS NOT NULL;
+"""
+
+MIGRATIONS: dict[int, str] = {
+    0: _SCHEMA_V1,
+    1: _SCHEMA_V2,
+    2: _SCHEMA_V3,
+}
+
+
+def _now_ns() -> int:
+    return time.time_ns()
+
+
+def create_private_file(path: Path) -> None:
+    """Create ``path`` (and missing folders) readable by the owner only, if it is missing."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return
+    os.close(descriptor)
+
+
+def connect(
+    path: Path, *, create: bool = True, readonly: bool = False, recorder: bool = False
+) -> sqlite3.Connection:
+    """Open a recording database, creating and migrating it as needed.
+
+    ``recorder=True`` leaves WAL checkpoints to the caller (see ``checkpoint``).
+    """
+    try:
+        if create and not readonly:
+            create_private_file(path)
+        elif not path.exists():
+            raise UnknownRecording(f"no recording database at {path}")
+        uri = f"file:{path}?mode=ro" if readonly else f"file:{path}"
+        db = sqlite3.connect(
+            uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+            check_same_thread=False,
+        )  # fmt: skip
+        if not readonly:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            if recorder:
+                db.execute("PRAGMA wal_autocheckpoint=0")
+        _migrate(db, path, readonly=readonly)
+    except (sqlite3.Error, OSError) as error:
+        raise RecordingError(f"cannot open recording database {path}: {error}") from error
+    return db
+
+
+def _migrate(db: sqlite3.Connection, path: Path, *, readonly: bool) -> None:
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise RecordingError(
+            f"{path} uses recording format {version}; this acp-proxy reads up to "
+            f"{SCHEMA_VERSION}: upgrade acp-proxy"
+        )
+    if version == SCHEMA_VERSION or readonly:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        # Another proxy may have migrated while we waited for the write lock.
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        while version < SCHEMA_VERSION:
+            for statement in _statements(MIGRATIONS[version]):
+                db.execute(statement)
+            version += 1
+        for statement in _statements(_VIEWS):
+            db.execute(statement)
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+def _statements(script: str) -> list[str]:
+    """Split a script of simple statements (no triggers) at top-level semicolons."""
+    statements, current = [], ""
+    for line in script.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            statements.append(current.strip())
+            current = ""
+    return [s for s in statements if s]
+
+
+# (seq, direction, rule, severity, message) of one rule finding.
+StoredFinding = tuple[int | None, str | None, str, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class NewConnection:
+    """What is known about a connection when the proxy starts it."""
+
+    argv: Sequence[str]
+    cwd: str
+    proxy_version: str
+    proxy_pid: int
+    label: str | None = None
+    started_ns: int | None = None
+
+
+class RecordingWriter:
+    """Appends one connection's frames. Used from a single thread."""
+
+    def __init__(self, db: sqlite3.Connection, connection_id: int) -> None:
+        self._db = db
+        self.connection_id = connection_id
+        self._last_totals: dict[str, tuple[int, int]] = {}
+        self._wal_path = db.execute("PRAGMA database_list").fetchone()[2] + "-wal"
+        columns = ", ".join(FRAME_COLUMNS)
+        marks = ", ".join("?" for _ in FRAME_COLUMNS)
+        # The connection id is an integer we own, so it can be part of the statement text.
+        self._insert = (
+            f"INSERT INTO frame (connection_id, {columns}) VALUES ({int(connection_id)}, {marks})"
+        )
+        # Large frames: the row gets a zero-filled blob of the right size, then the bytes are
+        # written into it in place (binding them would make SQLite copy them all first).
+        raw_index = FRAME_COLUMNS.index("raw")
+        self._raw_index = raw_index
+        large_marks = ", ".join(
+            "zeroblob(?)" if i == raw_index else "?" for i in range(len(FRAME_COLUMNS))
+        )
+        self._insert_large = (
+            f"INSERT INTO frame (connection_id, {columns}) "
+            f"VALUES ({int(connection_id)}, {large_marks})"
+        )
+
+    @classmethod
+    def start(cls, db: sqlite3.Connection, new: NewConnection) -> RecordingWriter:
+        try:
+            with _transaction(db):
+                cursor = db.execute(
+                    "INSERT INTO connection (uid, label, status, started_ns, argv, cwd, "
+                    "proxy_version, proxy_pid) VALUES (?, ?, 'running', ?, ?, ?, ?, ?)",
+                    (
+                        uuid.uuid4().hex, new.label, new.started_ns or _now_ns(),
+                        orjson.dumps(list(new.argv)).decode(), new.cwd, new.proxy_version,
+                        new.proxy_pid,
+                    ),
+                )  # fmt: skip
+        except sqlite3.Error as error:
+            raise RecordingError(f"cannot start a recording: {error}") from error
+        assert cursor.lastrowid is not None
+        return cls(db, cursor.lastrowid)
+
+    def append(
+        self,
+        records: Sequence[FrameRecord],
+        counts: Iterable[tuple[str, int, int]] = (),
+        facts: ConnectionFacts | None = None,
+        findings: Sequence[StoredFinding] = (),
+    ) -> None:
+        """Write a batch of frames and the connection's running totals in one transaction.
+
+        ``counts`` holds ``(direction, frames, bytes)`` totals so far for each direction;
+        ``findings`` are rule findings about these frames (``record --check``).
+        """
+        try:
+            with _transaction(self._db):
+                if records:
+                    self._insert_records(records)
+                if findings:
+                    now = _now_ns()
+                    self._db.executemany(
+                        "INSERT INTO finding (connection_id, seq, direction, rule, severity, "
+                        "message, found_ns) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [(self.connection_id, *finding, now) for finding in findings],
+                    )
+                totals = {direction: (frames, size) for direction, frames, size in counts}
+                if totals and totals != self._last_totals:
+                    assignments = ", ".join(
+                        f"{column} = ?"
+                        for direction in totals
+                        for column in _COUNT_COLUMNS[direction]
+                    )
+                    values = [value for pair in totals.values() for value in pair]
+                    self._db.execute(
+                        f"UPDATE connection SET {assignments} WHERE id = ?",
+                        (*values, self.connection_id),
+                    )
+                    self._last_totals = totals
+                if facts is not None:
+                    self._db.execute(
+                        "UPDATE connection SET protocol_version = ?, client_info = ?, "
+                        "agent_info = ? WHERE id = ?",
+                        (facts.protocol_version, _json_or_none(facts.client_info),
+                         _json_or_none(facts.agent_info), self.connection_id),
+                    )  # fmt: skip
+        except sqlite3.Error as error:
+            raise RecordingError(f"cannot write to the recording: {error}") from error
+
+    def _insert_records(self, records: Sequence[FrameRecord]) -> None:
+        raw_index = self._raw_index
+        start = 0
+        for index, record in enumerate(records):
+            raw = record.raw
+            if len(raw) >= LARGE_FRAME_BYTES:
+                self._insert_small(records[start:index])
+                start = index + 1
+                row = list(record)
+                row[raw_index] = len(raw)
+                cursor = self._db.execute(self._insert_large, row)
+                assert cursor.lastrowid is not None
+                with self._db.blobopen("frame", "raw", cursor.lastrowid) as blob:
+                    blob.write(raw)
+        self._insert_small(records[start:])
+
+    def _insert_small(self, records: Sequence[FrameRecord]) -> None:
+        if records:
+            # Plain tuples: the sqlite3 module binds a tuple subclass through the generic
+            # sequence protocol, about a third slower per row.
+            self._db.executemany(self._insert, map(tuple, records))
+
+    def wal_size(self) -> int:
+        """Bytes in the write-ahead log not yet known to be checkpointed (0 if unknown)."""
+        try:
+            return os.path.getsize(self._wal_path)
+        except OSError:
+            return 0
+
+    def checkpoint(self) -> None:
+        """Copy what the WAL holds into the main file, without waiting for readers or writers."""
+        try:
+            self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error as error:
+            raise RecordingError(f"cannot checkpoint the recording: {error}") from error
+
+    def update(self, **fields: Any) -> None:
+        """Set columns of this connection's row (agent pid, exit status, lost frames ...)."""
+        allowed = {
+            "agent_pid", "status", "ended_ns", "exit_code", "exit_signal", "error", "frames_lost",
+        }  # fmt: skip
+        unknown = set(fields) - allowed
+        if unknown:
+            raise ValueError(f"not connection columns: {sorted(unknown)}")
+        assignments = ", ".join(f"{name} = ?" for name in fields)
+        try:
+            with _transaction(self._db):
+                self._db.execute(
+                    f"UPDATE connection SET {assignments} WHERE id = ?",
+                    (*fields.values(), self.connection_id),
+                )
+        except sqlite3.Error as error:
+            raise RecordingError(f"cannot update the recording: {error}") from error
+
+
+_COUNT_COLUMNS = {
+    "c2a": ("frames_c2a", "bytes_c2a"),
+    "a2c": ("frames_a2c", "bytes_a2c"),
+    "stderr": ("lines_stderr", "bytes_stderr"),
+}
+
+
+def _json_or_none(value: Any) -> str | None:
+    if value is None:
+        return None
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return None
+
+
+class _transaction:  # used like a function: with _transaction(db):
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any error."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: object, error: object, traceback: object) -> None:
+        if kind is None:
+            self._db.execute("COMMIT")
+        elif self._db.in_transaction:
+            self._db.execute("ROLLBACK")
+
+
+def resolve_ref(db: sqlite3.Connection, ref: str | None) -> int:
+    """Find a connection id from a reference: ``last``, an id, a session id, a uid or a label.
+
+    A label or session id that several connections share means the newest of them.
+    """
+    if ref is None or ref == "last":
+        row = db.execute("SELECT max(id) FROM connection").fetchone()
+        if row[0] is None:
+            raise UnknownRecording("the database holds no recordings yet")
+        return int(row[0])
+    if ref.isdigit():
+        row = db.execute("SELECT id FROM connection WHERE id = ?", (int(ref),)).fetchone()
+        if row is not None:
+            return int(row[0])
+    for query in (
+        "SELECT id FROM connection WHERE uid = ?",
+        "SELECT max(id) FROM connection WHERE label = ?",
+        "SELECT max(connection_id) FROM frame WHERE session_id = ?",
+    ):
+        row = db.execute(query, (ref,)).fetchone()
+        if row is not None and row[0] is not None:
+            return int(row[0])
+    raise UnknownRecording(
+        f"no recording matches {ref!r} (try a connection id, a session id, a label or 'last')"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionSummary:
+    """A short account of one recorded connection, for ``demo`` and friends."""
+
+    connection_id: int
+    label: str | None
+    status: str
+    exit_code: int | None
+    exit_signal: int | None
+    protocol_version: int | None
+    client_info: Any
+    agent_info: Any
+    duration_ms: float | None
+    frames: dict[str, int]
+    calls: list[tuple[str, str, str | None, float | None]]  # caller, method, outcome, ms
+    updates: list[tuple[str, int]]
+    prompt_turns: list[tuple[str | None, str | None, float | None]]  # session, stop, ms
+
+
+def summarize(db: sqlite3.Connection, connection_id: int) -> ConnectionSummary:
+    """Read the summary of one connection (see ``ConnectionSummary``)."""
+    row = db.execute(
+        "SELECT label, status, exit_code, exit_signal, protocol_version, client_info, "
+        "agent_info, (ended_ns - started_ns) / 1e6, frames_c2a, frames_a2c, lines_stderr "
+        "FROM connection WHERE id = ?",
+        (connection_id,),
+    ).fetchone()
+    if row is None:
+        raise UnknownRecording(f"no connection {connection_id}")
+    calls = db.execute(
+        "SELECT caller, method, coalesce(stop_reason, outcome), latency_ms FROM rpc_calls "
+        "WHERE connection_id = ? ORDER BY request_seq",
+        (connection_id,),
+    ).fetchall()
+    updates = db.execute(
+        "SELECT update_kind, count(*) FROM frame WHERE connection_id = ? "
+        "AND update_kind IS NOT NULL GROUP BY update_kind ORDER BY min(seq)",
+        (connection_id,),
+    ).fetchall()
+    turns = db.execute(
+        "SELECT session_id, stop_reason, duration_ms FROM prompt_turns "
+        "WHERE connection_id = ? ORDER BY prompt_seq",
+        (connection_id,),
+    ).fetchall()
+    return ConnectionSummary(
+        connection_id=connection_id, label=row[0], status=row[1], exit_code=row[2],
+        exit_signal=row[3], protocol_version=row[4], client_info=_loads(row[5]),
+        agent_info=_loads(row[6]), duration_ms=row[7],
+        frames={"c2a": row[8], "a2c": row[9], "stderr": row[10]},
+        calls=[tuple(c) for c in calls], updates=[tuple(u) for u in updates],
+        prompt_turns=[tuple(t) for t in turns],
+    )  # fmt: skip
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else orjson.loads(text)

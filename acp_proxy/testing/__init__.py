@@ -1,0 +1,1 @@
+"""Testing ACP clients and agents against recordings: cassettes and the pytest plugin."""
