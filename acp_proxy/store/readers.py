@@ -1,0 +1,226 @@
+"""Read queries of the inspecting commands (ls, show, tail, stats, export).
+
+Rules:
+- Read only: never writes, never migrates (``open_for_reading`` opens the file read-only).
+- Everything that can be large streams: frames come from a cursor in ``seq`` order in batches,
+  so the first rows reach the caller before the last are read. Each query that reads frames of
+  one connection walks the ``(connection_id, seq)`` index; nothing counts a table up front.
+- SQL text is built only from this module's constant fragments; values are parameters.
+- Rows become ``recording_values`` dataclasses; JSON columns are parsed here.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from acp_proxy.errors import UnknownRecording
+from acp_proxy.protocol.latency import Call
+from acp_proxy.store.database import connect
+from acp_proxy.store.values import ConnectionRow, FrameRow
+
+BATCH = 256
+Database = sqlite3.Connection  # for modules that hold one without speaking SQL
+FLAG_COLUMNS = ("bad_json", "bad_utf8", "not_jsonrpc", "batch", "no_newline")
+DIRECTIONS = {"c2a": "c2a", "client": "c2a", "a2c": "a2c", "agent": "a2c", "stderr": "stderr"}
+
+_CONNECTION_COLUMNS = (
+    "id, uid, label, status, started_ns, ended_ns, argv, cwd, proxy_version, exit_code, "
+    "exit_signal, error, protocol_version, client_info, agent_info, frames_c2a, frames_a2c, "
+    "lines_stderr, frames_lost"
+)
+_FRAME_SELECT = (
+    "SELECT f.seq, f.direction, f.mono_ns, f.wall_ns, f.raw, f.kind, f.rpc_id, f.method, "
+    "f.session_id, f.update_kind, f.request_seq, f.stop_reason, f.error_code, "
+    "f.mono_ns - r.mono_ns, f.offset, f.size, f.message_id, f.tool_call_id, "
+    "f.bad_json, f.bad_utf8, f.not_jsonrpc, f.batch, f.no_newline "
+    "FROM frame f LEFT JOIN frame r "
+    "ON r.connection_id = f.connection_id AND r.seq = f.request_seq "
+)
+
+
+def open_for_reading(path: Path) -> sqlite3.Connection:
+    """Open an existing recording database read-only (``UnknownRecording`` when missing)."""
+    return connect(path, create=False, readonly=True)
+
+
+def _loads(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
+
+
+def _connection(row: tuple[Any, ...]) -> ConnectionRow:
+    values = list(row)
+    values[6] = _loads(values[6]) or []
+    values[13], values[14] = _loads(values[13]), _loads(values[14])
+    return ConnectionRow(*values)
+
+
+def connection(db: sqlite3.Connection, connection_id: int) -> ConnectionRow:
+    row = db.execute(
+        f"SELECT {_CONNECTION_COLUMNS} FROM connection WHERE id = ?",
+        (connection_id,),
+    ).fetchone()
+    if row is None:
+        raise UnknownRecording(f"no connection {connection_id}")
+    return _connection(row)
+
+
+def connections(db: sqlite3.Connection, limit: int | None) -> list[ConnectionRow]:
+    """The newest ``limit`` connections (all when None), oldest first."""
+    rows = db.execute(
+        f"SELECT {_CONNECTION_COLUMNS} FROM connection ORDER BY id DESC LIMIT ?",
+        (-1 if limit is None else limit,),
+    ).fetchall()
+    return [_connection(r) for r in reversed(rows)]
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionCounts:
+    """What ``ls`` tells about a connection beyond its row."""
+
+    frames: int
+    prompts: int
+    errors: int  # error responses
+    malformed: int  # frames that are not clean JSON-RPC
+    first_ns: int | None
+    last_ns: int | None
+    sessions: list[tuple[str, int]]  # session id, prompts
+
+
+def counts(db: sqlite3.Connection, connection_id: int) -> ConnectionCounts:
+    row = db.execute(
+        "SELECT count(*), coalesce(sum(kind = 'request' AND method = 'session/prompt'), 0), "
+        "coalesce(sum(kind = 'error'), 0), "
+        "coalesce(sum(bad_json OR bad_utf8 OR not_jsonrpc), 0), min(mono_ns), max(mono_ns) "
+        "FROM frame WHERE connection_id = ?",
+        (connection_id,),
+    ).fetchone()
+    sessions = db.execute(
+        "SELECT session_id, sum(kind = 'request' AND method = 'session/prompt') FROM frame "
+        "WHERE connection_id = ? AND session_id IS NOT NULL GROUP BY session_id ORDER BY min(seq)",
+        (connection_id,),
+    ).fetchall()
+    frames, prompts, errors, malformed, first, last = row
+    return ConnectionCounts(
+        frames, prompts, errors, malformed, first, last, [tuple(s) for s in sessions]
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class FrameFilter:
+    session: str | None = None
+    method: str | None = None  # a GLOB pattern: session/* matches every session method
+    kind: str | None = None  # a frame kind (request, ...) or an update kind
+    direction: str | None = None  # c2a, a2c, stderr (or client, agent)
+    grep: str | None = None  # substring of the raw bytes (case-sensitive)
+
+    def where(self) -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        values: list[Any] = []
+        if self.session is not None:
+            clauses.append("f.session_id = ?")
+            values.append(self.session)
+        if self.method is not None:
+            clauses.append("f.method GLOB ?")
+            values.append(self.method)
+        if self.kind is not None:
+            clauses.append("(f.kind = ? OR f.update_kind = ?)")
+            values += [self.kind, self.kind]
+        if self.direction is not None:
+            clauses.append("f.direction = ?")
+            values.append(DIRECTIONS.get(self.direction, self.direction))
+        if self.grep is not None:
+            clauses.append("instr(f.raw, ?) > 0")
+            values.append(self.grep.encode())
+        return "".join(f" AND {c}" for c in clauses), values
+
+
+def _frame(row: tuple[Any, ...]) -> FrameRow:
+    flags = tuple(name for name, on in zip(FLAG_COLUMNS, row[18:], strict=True) if on)
+    make: Any = FrameRow  # the first 18 columns are its fields, in order
+    return make(*row[:18], flags=flags)  # type: ignore[no-any-return]
+
+
+def frames(
+    db: sqlite3.Connection,
+    connection_id: int,
+    where: FrameFilter | None = None,
+    *,
+    after_seq: int = 0,
+    limit: int | None = None,
+    newest: bool = False,
+) -> Iterator[FrameRow]:
+    """Frames of one connection in ``seq`` order, streamed (``newest``: the last ``limit``)."""
+    clauses, values = (where or FrameFilter()).where()
+    order = " ORDER BY f.seq DESC LIMIT ?" if newest else " ORDER BY f.seq LIMIT ?"
+    cursor = db.execute(
+        _FRAME_SELECT + "WHERE f.connection_id = ? AND f.seq > ?" + clauses + order,
+        (connection_id, after_seq, *values, -1 if limit is None else limit),
+    )
+    if newest:
+        yield from reversed([_frame(r) for r in cursor.fetchall()])
+        return
+    while rows := cursor.fetchmany(BATCH):
+        yield from (_frame(r) for r in rows)
+
+
+def last_seq(db: sqlite3.Connection, connection_id: int) -> int:
+    row = db.execute("SELECT max(seq) FROM frame WHERE connection_id = ?", (connection_id,))
+    return int(row.fetchone()[0] or 0)
+
+
+def first_mono_ns(db: sqlite3.Connection, connection_id: int) -> int | None:
+    row = db.execute(
+        "SELECT mono_ns FROM frame WHERE connection_id = ? ORDER BY seq LIMIT 1", (connection_id,)
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def status(db: sqlite3.Connection, connection_id: int) -> str:
+    row = db.execute("SELECT status FROM connection WHERE id = ?", (connection_id,)).fetchone()
+    return "gone" if row is None else str(row[0])
+
+
+def export_rows(db: sqlite3.Connection, connection_id: int) -> Iterator[dict[str, Any]]:
+    """Every column of every frame of one connection (but ids), in ``seq`` order, streamed."""
+    cursor = db.execute(
+        "SELECT * FROM frame WHERE connection_id = ? ORDER BY seq", (connection_id,)
+    )
+    names = [d[0] for d in cursor.description]
+    while rows := cursor.fetchmany(BATCH):
+        for row in rows:
+            record = dict(zip(names, row, strict=True))
+            del record["id"], record["connection_id"]
+            yield record
+
+
+def connection_record(db: sqlite3.Connection, connection_id: int) -> dict[str, Any]:
+    """Every column of one connection row, as stored (JSON columns stay text)."""
+    cursor = db.execute("SELECT * FROM connection WHERE id = ?", (connection_id,))
+    row = cursor.fetchone()
+    if row is None:
+        raise UnknownRecording(f"no connection {connection_id}")
+    return dict(zip([d[0] for d in cursor.description], row, strict=True))
+
+
+def calls(db: sqlite3.Connection, connection_id: int) -> Iterator[Call]:
+    """Every request of a connection with its answer's latency (``protocol.latency``'s input)."""
+    cursor = db.execute(
+        "SELECT req.method, req.direction, resp.mono_ns - req.mono_ns, resp.kind = 'error' "
+        "FROM frame req LEFT JOIN frame resp "
+        "ON resp.connection_id = req.connection_id AND resp.request_seq = req.seq "
+        "WHERE req.connection_id = ? AND req.kind = 'request' ORDER BY req.seq",
+        (connection_id,),
+    )
+    for method, direction, latency_ns, is_error in cursor:
+        yield Call(method or "", direction, latency_ns, bool(is_error))
