@@ -93,10 +93,7 @@ def test_sans_io_modules_import_no_io(path: Path) -> None:
 @pytest.mark.parametrize("path", SANS_IO, ids=_name)
 def test_sans_io_modules_load_no_io_at_run_time(path: Path) -> None:
     watched = ["anyio", "sqlite3", "click", "subprocess", "threading", "sqlite_utils"]
-    code = (
-        f"import sys, {_name(path)}; "
-        f"print(sorted(m for m in {watched!r} if m in sys.modules))"
-    )
+    code = f"import sys, {_name(path)}; print(sorted(m for m in {watched!r} if m in sys.modules))"
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=30
     )

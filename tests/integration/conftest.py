@@ -45,7 +45,7 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-BYTETAP = REPO / "tests" / "tools" / "bytetap.py"
+BYTETAP = REPO / "tests" / "support" / "tools" / "bytetap.py"
 INSTALL_NODE_PEERS = REPO / ".ci" / "install-node-peers"
 
 PY_SDK = "agent-client-protocol"

@@ -23,8 +23,8 @@ from acp_proxy.cli.main import main
 from acp_proxy.protocol.observer import ConnectionObserver
 from acp_proxy.protocol.wire import LineSplitter
 from acp_proxy.store.database import NewConnection, RecordingWriter, connect
-from tests.fixtures_checks import S, req, res, state, upd, v2
-from tests.helpers import A2C, C2A
+from tests.support.fixtures_checks import S, req, res, state, upd, v2
+from tests.support.helpers import A2C, C2A
 
 FRAMES = 100_000
 BUDGET_S = 5.0

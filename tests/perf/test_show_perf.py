@@ -24,8 +24,8 @@ import pytest
 from acp_proxy.inspect.render.text import frame_line
 from acp_proxy.store import readers as store_read
 from acp_proxy.store.database import resolve_ref
-from tests.fixtures_acp import V1_CONVERSATION
-from tests.helpers import write_recording
+from tests.support.fixtures_acp import V1_CONVERSATION
+from tests.support.helpers import write_recording
 
 FRAMES = 1_000_000
 PAGE = 50
