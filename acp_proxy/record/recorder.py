@@ -14,15 +14,19 @@ Rules:
 - If the database cannot be opened or written, the recorder says so once on stderr, switches
   the queue to discarding (the tap keeps being read, so forwarding goes on untouched) and
   counts what it could not record.
+- Sinks (``RecordSink``: a live exporter, say) see each batch once it is committed, on the
+  recorder thread: they must hand the frames on without waiting. A sink that raises is said
+  once on stderr and dropped; the recording goes on.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from acp_proxy.errors import RecordingError
 from acp_proxy.protocol.acp import Direction
@@ -50,6 +54,16 @@ ENOUGH_BYTES = 64 * 1024 * 1024
 # WAL sizes that trigger a checkpoint: when nothing is queued, and in any case.
 WAL_IDLE_LIMIT = 4 * 1024 * 1024
 WAL_BUSY_LIMIT = 1024 * 1024 * 1024
+
+
+class RecordSink(Protocol):
+    """Something that follows a recording batch by batch, after each commit."""
+
+    def committed(self, connection_id: int, records: Sequence[FrameRecord]) -> None:
+        """``records`` were committed, in order; called on the recorder thread."""
+
+    def close(self) -> None:
+        """The recording is over: nothing more will be committed."""
 
 
 @dataclass
@@ -93,6 +107,7 @@ class Recorder:
         self.status = RecorderStatus()
         # ``record --check``: the spec rules, applied to every frame before it is written.
         self.live_check: LiveCheck | None = None
+        self.sinks: list[RecordSink] = []
 
     def set_connection(self, **fields: object) -> None:
         """Ask for connection columns to be set (pid, exit status ...) on the recorder thread."""
@@ -162,7 +177,26 @@ class Recorder:
             self.status.frames_lost += len(records)
             self._fail(error)
             return
+        self._tell_sinks(writer.connection_id, records)
         self._maybe_checkpoint(writer)
+
+    def _tell_sinks(self, connection_id: int, records: Sequence[FrameRecord]) -> None:
+        for sink in list(self.sinks):
+            try:
+                sink.committed(connection_id, records)
+            except Exception as error:  # a sink never ends the recording
+                self._drop_sink(sink, error)
+
+    def _drop_sink(self, sink: RecordSink, error: Exception) -> None:
+        self.sinks.remove(sink)
+        self._report(f"{type(sink).__name__} failed ({error}); the recording goes on without it")
+
+    def _close_sinks(self) -> None:
+        for sink in list(self.sinks):
+            try:
+                sink.close()
+            except Exception as error:  # a sink never ends the recording
+                self._drop_sink(sink, error)
 
     def _maybe_checkpoint(self, writer: RecordingWriter, limit: int = 0) -> None:
         """Checkpoint if the WAL is past ``limit`` bytes (the busy limit by default)."""
@@ -206,6 +240,7 @@ class Recorder:
 
     def _finish(self) -> None:
         self.status.frames_lost += self._queue.discarded_frames
+        self._close_sinks()
         writer = self._writer
         if writer is None:
             return
