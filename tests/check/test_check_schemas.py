@@ -1,51 +1,33 @@
 """Schema validation (ACP000): each message against its own method's definition.
 
-Uses two schema sources, never copied into the project: the spec repository's copy in
-../shared/acp-schema, and @agentclientprotocol/sdk 2.4.0 as installed by
-``acp-proxy schemas fetch`` (.ci/install-schemas); without it those tests skip locally and
-fail in CI.
+Uses the schemas the product uses, never copied into the project: @agentclientprotocol/sdk
+2.4.0 as installed by ``acp-proxy schemas fetch`` (.ci/install-schemas, part of the README's
+test command); without them the tests fail, they never skip.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from acp_proxy.check.engine import Checker, Finding
-from acp_proxy.check.schema_files import SchemasUnavailable, cache_root, load_book, verify
+from acp_proxy.check.schema_files import SchemasUnavailable, load_book, verify
 from acp_proxy.check.schemas import SchemaBook
 from tests.support.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION, update
 from tests.support.fixtures_checks import PROMPT, Frames, S, req, res, upd, v1, v2
 from tests.support.helpers import A2C, observe_all
-
-REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared" / "acp-schema"
-NPM = cache_root() / "2.4.0"
+from tests.support.schemas import installed_schemas
 
 
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
-
-
-@pytest.fixture(scope="module", params=["shared", "npm-2.4.0"])
-def book(request: pytest.FixtureRequest) -> SchemaBook:
-    folder = SHARED if request.param == "shared" else NPM
-    if not folder.is_dir():
-        if in_ci():
-            pytest.fail(f"{folder} missing: .ci/install-schemas must run first")
-        pytest.skip(f"{folder} missing: run acp-proxy schemas fetch")
-    return load_book(folder)
+@pytest.fixture(scope="module")
+def book() -> SchemaBook:
+    return load_book(installed_schemas())
 
 
 @pytest.fixture(scope="module")
 def npm_book() -> SchemaBook:
-    if not NPM.is_dir():
-        if in_ci():
-            pytest.fail(f"{NPM} missing: .ci/install-schemas must run first")
-        pytest.skip("run acp-proxy schemas fetch")
-    return load_book(NPM)
+    return load_book(installed_schemas())
 
 
 def check(book: SchemaBook, frames: Frames) -> list[Finding]:
@@ -120,7 +102,7 @@ def test_schema_folders_are_verified(tmp_path: Path) -> None:
         verify(tmp_path)
 
 
-def test_shared_copy_meta_maps_agree(book: SchemaBook) -> None:
+def test_the_installed_schemas_know_each_version_s_methods(book: SchemaBook) -> None:
     assert {"initialize", "session/update", "$/cancel_request"} <= book.methods(1)
     assert "auth/login" in book.methods(2)
     assert "session/load" not in book.methods(2)

@@ -17,8 +17,9 @@ from acp_proxy.cli.main import main
 from tests.support.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
 from tests.support.fixtures_checks import CASES, PROMPT, res, v1
 from tests.support.helpers import write_recording
+from tests.support.schemas import installed_schemas
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "acp-schema"
+SCHEMAS = installed_schemas()
 
 
 def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
@@ -27,9 +28,7 @@ def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
 
 @pytest.fixture
 def schema_env(tmp_path: Path) -> dict[str, str]:
-    if not SHARED.is_dir():
-        pytest.skip("../shared/acp-schema missing")
-    return {"ACP_PROXY_SCHEMAS": str(SHARED), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    return {"ACP_PROXY_SCHEMAS": str(SCHEMAS), "XDG_CACHE_HOME": str(tmp_path / "cache")}
 
 
 @pytest.fixture
@@ -66,7 +65,7 @@ def test_json_format(recordings: Path, schema_env: dict[str, str]) -> None:
     assert [c["label"] for c in document["connections"]] == ["clean-v1", "clean-v2", "bad"]
     assert {f["rule"] for f in document["findings"]} == {"ACP000", "ACP013"}
     assert document["summary"]["errors"] == 2
-    assert document["schemas"] == str(SHARED)
+    assert document["schemas"] == str(SCHEMAS)
 
 
 def test_junit_format_parses(recordings: Path, schema_env: dict[str, str]) -> None:
@@ -123,7 +122,7 @@ def test_missing_schemas_say_how_to_get_them(
 
 
 def _fake_npm(tmp_path: Path) -> Path:
-    """An `npm` that packs a tarball shaped like @agentclientprotocol/sdk from ../shared."""
+    """An `npm` that packs a tarball shaped like @agentclientprotocol/sdk from the installed one."""
     tarball = tmp_path / "agentclientprotocol-sdk-9.9.9.tgz"
     with tarfile.open(tarball, "w:gz") as archive:
         manifest = json.dumps({"name": "@agentclientprotocol/sdk", "version": "9.9.9"}).encode()
@@ -132,8 +131,7 @@ def _fake_npm(tmp_path: Path) -> Path:
         archive.addfile(info, io.BytesIO(manifest))
         for version in ("v1", "v2"):
             for name in ("schema.json", "schema.unstable.json"):
-                archive.add(SHARED / version / name, f"package/schema/{version}/{name}")
-        archive.add(SHARED / "LICENSE", "package/LICENSE")
+                archive.add(SCHEMAS / version / name, f"package/schema/{version}/{name}")
     script = tmp_path / "npm"
     script.write_text(
         f'#!/bin/sh\nwhile [ "$1" != "--pack-destination" ]; do shift; done\ncp "{tarball}" "$2/"\n'
@@ -143,8 +141,6 @@ def _fake_npm(tmp_path: Path) -> Path:
 
 
 def test_schemas_fetch_installs_verifies_and_is_idempotent(tmp_path: Path) -> None:
-    if not SHARED.is_dir():
-        pytest.skip("../shared/acp-schema missing")
     bin_dir = _fake_npm(tmp_path)
     env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "XDG_CACHE_HOME": str(tmp_path / "c")}
     first = invoke("schemas", "fetch", "--version", "9.9.9", env=env)
