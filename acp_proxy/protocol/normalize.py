@@ -16,7 +16,7 @@ Rules:
 - ``--ignore`` paths use a JSONPath subset: ``$.a.b``, ``$.a[0]``, ``$.a[*].b``, ``$..b``,
   ``$['a b']``; matched members are removed after normalization.
 - Peer input never raises: values of unexpected types are kept as they are.
-- Reused by replay (issue 4) to match requests: keep it free of I/O.
+- Reused by replay to match requests: keep it free of I/O.
 """
 
 from __future__ import annotations

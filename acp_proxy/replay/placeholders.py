@@ -1,8 +1,8 @@
 """Sans-I/O: redaction placeholders in a recording, matched against what a live client sends.
 
 Rules:
-- A placeholder is ``[redacted:KIND:N]`` (``PLACEHOLDER``): redaction (issue 6) writes one in
-  place of the sensitive part of a recorded string, e.g. ``/home/[redacted:user:1]/proj``.
+- A placeholder is ``[redacted:KIND:N]`` (``PLACEHOLDER``): redaction (share/redact.py) writes
+  one in place of the sensitive part of a recorded string, e.g. ``/home/[redacted:user:1]/proj``.
 - Matching a recorded value against a live one is structural (objects by key, arrays by
   position, scalars by type and value). A recorded string holding placeholders is compiled into
   a pattern: literal text matches itself, each placeholder matches any text (possibly empty),
