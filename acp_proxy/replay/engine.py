@@ -19,8 +19,12 @@ Rules:
   the replay then ends; with ``"continue"`` it goes on, and a request for which an unused
   recorded request of the same method exists takes that one's place.
 - Every wait for the client ends after ``timeout_ns``; a timeout ends the replay. When the
-  replay ends early, each client request still waiting for its response gets an ``ERROR_CODE``
-  error saying why. Same script + same client input = the same bytes out (timing aside).
+  replay ends early, each client request still waiting for a response the recording holds gets
+  an ``ERROR_CODE`` error saying why. Same script + same client input = the same bytes out
+  (timing aside).
+- A request the recording never answered stays unanswered, whenever and however the replay
+  ends: replay does what the recorded agent did. It is counted (``unanswered``), never a
+  divergence, so a client that ends where the recording ended has not diverged.
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ class Replay:
         self._next = 0
         self._out_time = now
         self._pending: dict[int, bytes] = {}  # expect -> live id bytes, awaiting the response
+        self._answered = frozenset(out.ref for out in script.outs if out.ref >= 0)
         self._recorded_id: dict[tuple[str, Any], Any] = {}  # live id -> recorded id
         self._wait_for, self._wait_since = -1, now
         self._buffer: list[bytes] = []
@@ -80,7 +85,7 @@ class Replay:
         self.ending: str | None = None
         self.client_closed_at: int | None = None
         self.sent = self.responses = self.agent_requests = self.notices = self.folded = 0
-        self.matched = self.received = 0
+        self.matched = self.received = self.unanswered = 0
 
     def receive(self, raw: bytes, now: int) -> None:
         """One frame from the client (its bytes, newline included)."""
@@ -222,7 +227,10 @@ class Replay:
         self._expects.consume(index, now)
         self.matched += 1
         if kind is Kind.REQUEST:
-            self._pending[index] = live_id
+            if index in self._answered:
+                self._pending[index] = live_id
+            else:  # the recorded agent never answered it: neither does replay
+                self.unanswered += 1
             recorded = self._expects.expects[index].rpc_id
             if recorded is not None:
                 self._recorded_id[id_key(rpc_id)] = recorded[1]

@@ -3,7 +3,9 @@
 Rules:
 - One paragraph, plain words: what was sent (frames, responses with the client's ids, agent
   requests), what was dropped (notices) or folded (history replay), how many client messages
-  matched, why the replay ended, and whether anything diverged, with the first few notes.
+  matched, the requests left unanswered as the recording left them, why the replay ended
+  (said once: the note that ended it is not repeated among the divergences), and whether
+  anything diverged, with the first few other notes.
 - The same text goes into the replay's own recording (``--record``) as a stderr line.
 - ``exit_status``: 0 when nothing diverged, 1 otherwise.
 - ``episodes_summary`` says the same of a replay that follows episodes (replay_episodes.py):
@@ -34,13 +36,24 @@ def summary(replay: Replay, what: str) -> str:
     if replay.folded:
         parts.append(f"folded {replay.folded} history frame(s) into materialized updates")
     parts.append(f"matched {replay.matched} of {replay.received} client message(s)")
-    text = ", ".join(parts) + f". Ended: {replay.ending or 'interrupted'}."
+    if replay.unanswered:
+        parts.append(
+            f"left {replay.unanswered} request(s) unanswered, as the recording never answered them"
+        )
+    notes = [n for n in replay.notes if n.text != replay.ending]
+    ending_note = next((n for n in replay.notes if n.text == replay.ending), None)
+    where = f" (recorded seq {ending_note.seq})" if ending_note and ending_note.seq else ""
+    text = ", ".join(parts) + f". Ended{where}: {replay.ending or 'interrupted'}."
     if replay.frames_left:
         text += f" {replay.frames_left} recorded agent frame(s) were not sent."
     if not replay.diverged:
         return text + " No divergence."
-    notes = [n.text if n.seq is None else f"seq {n.seq}: {n.text}" for n in replay.notes]
-    shown = "; ".join(notes[:SHOWN_NOTES])
+    if not notes:
+        return text + " Diverged from the recording."
+    shown = "; ".join(
+        n.text if n.seq is None else f"recorded seq {n.seq}: {n.text}"
+        for n in notes[:SHOWN_NOTES]
+    )
     more = f" (and {len(notes) - SHOWN_NOTES} more)" if len(notes) > SHOWN_NOTES else ""
     return text + f" Diverged: {shown}{more}."
 

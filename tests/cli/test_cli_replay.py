@@ -73,7 +73,9 @@ def test_a_different_prompt_ends_with_an_error_naming_the_expected_request(v1_db
     assert error["id"] == 2
     assert error["error"]["code"] == -32090
     assert "expected session/prompt request (recorded seq 6)" in error["error"]["message"]
-    assert "Diverged: seq 6: mismatch" in done.stderr.decode()
+    err = done.stderr.decode()
+    assert "Ended (recorded seq 6): mismatch: no recorded request matches" in err
+    assert err.count("no recorded request matches") == 1  # why it ended, said once
 
 
 def test_a_client_that_never_answers_the_permission_request(v1_db: Path) -> None:

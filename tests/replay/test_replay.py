@@ -300,3 +300,70 @@ def test_output_bytes_do_not_depend_on_when_replay_is_advanced(pauses: list[int]
     replay.client_closed(clock)
     rest, _ = run_until_done(replay, clock)
     assert b"".join(out) + rest == agent_bytes(exchange)
+
+
+NEVER_ANSWERED = [
+    (C2A, line({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {"protocolVersion": 1}})),
+    (A2C, line({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}})),
+    (C2A, line({"jsonrpc": "2.0", "id": 1, "method": "session/new",
+                "params": {"cwd": "/w", "mcpServers": []}})),
+    (A2C, line({"jsonrpc": "2.0", "method": "_vendor/log", "params": {"text": "starting"}})),
+]  # fmt: skip
+
+
+def test_a_request_the_recording_never_answered_stays_unanswered_and_is_no_divergence() -> None:
+    replay = engine(NEVER_ANSWERED)
+    out = play(replay, client_frames(NEVER_ANSWERED))
+    assert out == agent_bytes(NEVER_ANSWERED)  # no synthetic error for session/new
+    assert not replay.diverged, replay.notes
+    assert replay.unanswered == 1
+    assert replay.ending == "the client closed the connection"
+
+
+def test_a_never_answered_request_stays_unanswered_when_the_client_lingers() -> None:
+    replay = engine(NEVER_ANSWERED, Options(timeout_ns=2 * SECOND))
+    out = play(replay, client_frames(NEVER_ANSWERED), close=False)
+    rest, _ = run_until_done(replay, 0)
+    assert out + rest == agent_bytes(NEVER_ANSWERED)
+    assert not replay.diverged
+    assert replay.ending is not None
+    assert replay.ending.startswith("the recording was replayed")
+
+
+def test_an_early_end_errors_only_the_requests_the_recording_answered() -> None:
+    exchange = [*NEVER_ANSWERED, (C2A, NEVER_ANSWERED[0][1].replace(b'"id":0', b'"id":9'))]
+    exchange.append((A2C, line({"jsonrpc": "2.0", "id": 9, "result": {"protocolVersion": 1}})))
+    replay = engine(exchange)
+    frames = client_frames(exchange)
+    play(replay, frames[:2], close=False)
+    replay.stop("ended by SIGTERM")
+    assert replay.advance(0).out == b""  # session/new: never answered, so not errored either
+    assert replay.diverged  # it stopped before the recording's end
+    assert replay.unanswered == 1
+
+
+def test_the_summary_says_why_it_ended_once() -> None:
+    from acp_proxy.replay.report import summary
+
+    frames = client_frames(V1_CONVERSATION)
+    frames[2] = frames[2].replace(b'"hi"', b'"bye"')
+    replay = engine(V1_CONVERSATION)
+    play(replay, frames[:3], close=False)
+    text = summary(replay, "connection 1")
+    assert replay.ending is not None
+    assert text.count(replay.ending) == 1
+    assert "Ended (recorded seq 6): mismatch: no recorded request matches" in text
+
+    early = engine(V1_CONVERSATION)
+    play(early, client_frames(V1_CONVERSATION)[:2])
+    text = summary(early, "connection 1")
+    assert early.ending is not None
+    assert text.count("before sending") == 1
+    assert text.endswith("Diverged from the recording.")
+
+    quiet = engine(NEVER_ANSWERED)
+    play(quiet, client_frames(NEVER_ANSWERED))
+    text = summary(quiet, "connection 2")
+    assert "left 1 request(s) unanswered, as the recording never answered them" in text
+    assert text.endswith("No divergence.")
