@@ -95,7 +95,14 @@ def _update(raw: bytes) -> tuple[str | None, dict[str, Any] | None]:
 def _fold(window: Sequence[Row]) -> dict[int, bytes | None]:
     # Imported here: the transcript model is only needed when a history window holds
     # compactions, and importing it is a sizeable part of replay's start-up.
-    from acp_proxy.inspect.transcript.entities import apply, new_entity
+    from acp_proxy.inspect.transcript.entities import (
+        CHUNK_KINDS,
+        Appended,
+        append_chunk,
+        apply,
+        new_entity,
+        settle,
+    )
     from acp_proxy.inspect.transcript.values import Compaction
 
     groups: dict[str, list[tuple[Row, dict[str, Any]]]] = {}
@@ -112,8 +119,14 @@ def _fold(window: Sequence[Row]) -> dict[int, bytes | None]:
         if len(group) == 1 and group[0][1].get("sessionUpdate") == "compaction_update":
             continue  # already materialized: keep the recorded bytes
         entity: Any = new_entity(("compaction", compaction_id), group[0][0].seq, None, "replay")
+        appended = Appended()  # chunks append in place: linear in the group's frames
         for _, update in group:
-            entity = apply(entity, str(update.get("sessionUpdate")), update)
+            kind = str(update.get("sessionUpdate"))
+            if kind in CHUNK_KINDS:
+                entity = append_chunk(entity, kind, update, appended)
+            else:
+                entity = apply(settle(entity, appended), kind, update)
+        entity = settle(entity, appended)
         assert isinstance(entity, Compaction)
         update = {"sessionUpdate": "compaction_update", "compactionId": compaction_id}
         update = {**update, **entity.fields, "summary": list(entity.summary)}

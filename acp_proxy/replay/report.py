@@ -51,8 +51,7 @@ def summary(replay: Replay, what: str) -> str:
     if not notes:
         return text + " Diverged from the recording."
     shown = "; ".join(
-        n.text if n.seq is None else f"recorded seq {n.seq}: {n.text}"
-        for n in notes[:SHOWN_NOTES]
+        n.text if n.seq is None else f"recorded seq {n.seq}: {n.text}" for n in notes[:SHOWN_NOTES]
     )
     more = f" (and {len(notes) - SHOWN_NOTES} more)" if len(notes) > SHOWN_NOTES else ""
     return text + f" Diverged: {shown}{more}."

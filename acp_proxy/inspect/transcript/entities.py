@@ -11,6 +11,10 @@ Rules (ACP v1 and the v2 draft's prompt lifecycle, see docs/inspect.md):
 - ``terminal_update.output`` is a full snapshot; ``terminal_output_chunk`` appends its own
   base64-decoded bytes. Data that is not base64 appends nothing and is counted.
 - Peer input never raises: a value of the wrong type is kept as sent or ignored.
+- Linear in the frames: a chunk's blocks (or terminal bytes) go into the entity's ``Appended``
+  buffer (``append_chunk``), which ``settle`` folds into the frozen entity once, before an
+  upsert applies to it and when the transcript is viewed. Rebuilding the entity per chunk would
+  copy everything streamed so far for each chunk (quadratic in the chunks of one message).
 """
 
 from __future__ import annotations
@@ -141,13 +145,67 @@ _COMPACTION_SKIP = frozenset({"sessionUpdate", "compactionId", "summary"})
 _SUBAGENT_SKIP = frozenset({"sessionUpdate", "sessionId"})
 
 
+CHUNK_KINDS = frozenset(
+    {*MESSAGE_CHUNKS, "tool_call_content_chunk", "compaction_summary_chunk",
+     "terminal_output_chunk"}
+)  # fmt: skip
+
+
+class Appended:
+    """What chunks appended to one entity since it was last settled."""
+
+    __slots__ = ("blocks", "data")
+
+    def __init__(self) -> None:
+        self.blocks: list[Any] = []
+        self.data = bytearray()
+
+
+def append_chunk(entity: Entry, kind: str, update: Mapping[str, Any], appended: Appended) -> Entry:
+    """Apply a chunk (``kind`` in ``CHUNK_KINDS``): its blocks or bytes go to ``appended``;
+    returns the entity with whatever else the chunk changes (participants, bad data counts)."""
+    if isinstance(entity, Terminal):
+        data = _b64(update.get("data"))
+        if data is None:
+            return replace(entity, bad_chunks=entity.bad_chunks + 1)
+        appended.data += data
+        return entity
+    appended.blocks.extend(_content(update.get("content")))
+    if isinstance(entity, Message):
+        # Only participant ids patch from a chunk; its _meta is the chunk's own.
+        named = {p: update[p] for p in PARTICIPANTS if update.get(p) is not None}
+        if named and any(entity.fields.get(p) != v for p, v in named.items()):
+            return replace(entity, fields={**entity.fields, **named})
+    return entity
+
+
+def settle(entity: Entry, appended: Appended | None) -> Entry:
+    """The entity with what ``appended`` holds folded in (the buffer is then empty)."""
+    if appended is None or not (appended.blocks or appended.data):
+        return entity
+    blocks, data = tuple(appended.blocks), bytes(appended.data)
+    appended.blocks.clear()
+    appended.data.clear()
+    if isinstance(entity, Message | ToolCall):
+        return replace(entity, content=entity.content + blocks)
+    if isinstance(entity, Compaction):
+        return replace(entity, summary=entity.summary + blocks)
+    if isinstance(entity, Terminal):
+        return replace(entity, output=entity.output + data)
+    return entity
+
+
 def apply(entity: Entry, kind: str, update: Mapping[str, Any]) -> Entry:
-    """Apply one update of ``kind`` to the entity it addresses; returns the new value."""
+    """Apply one update of ``kind`` to the entity it addresses; returns the new value.
+
+    Chunks are best applied with ``append_chunk`` (linear); here they append at once.
+    """
+    if kind in CHUNK_KINDS:
+        appended = Appended()
+        return settle(append_chunk(entity, kind, update, appended), appended)
     if isinstance(entity, Message):
         return _apply_message(entity, kind, update)
     if isinstance(entity, ToolCall):
-        if kind == "tool_call_content_chunk":
-            return replace(entity, content=entity.content + _content(update.get("content")))
         content = _content(update["content"]) if "content" in update else entity.content
         return replace(entity, content=content, fields=_patch(entity.fields, update, _TOOL_SKIP))
     if isinstance(entity, Plan):
@@ -159,8 +217,6 @@ def apply(entity: Entry, kind: str, update: Mapping[str, Any]) -> Entry:
     if isinstance(entity, Terminal):
         return _apply_terminal(entity, kind, update)
     if isinstance(entity, Compaction):
-        if kind == "compaction_summary_chunk":
-            return replace(entity, summary=entity.summary + _content(update.get("content")))
         summary = _content(update["summary"]) if "summary" in update else entity.summary
         fields = _patch(entity.fields, update, _COMPACTION_SKIP)
         return replace(entity, summary=summary, fields=fields)
@@ -170,24 +226,12 @@ def apply(entity: Entry, kind: str, update: Mapping[str, Any]) -> Entry:
 
 
 def _apply_message(entity: Message, kind: str, update: Mapping[str, Any]) -> Message:
-    if kind in MESSAGE_CHUNKS:
-        # Only participant ids patch from a chunk; its _meta is the chunk's own.
-        named = {p: update[p] for p in PARTICIPANTS if update.get(p) is not None}
-        fields = {**entity.fields, **named} if named else entity.fields
-        return replace(
-            entity, content=entity.content + _content(update.get("content")), fields=fields
-        )
     content = _content(update["content"]) if "content" in update else entity.content
     fields = _patch(entity.fields, update, _MESSAGE_SKIP, keep_on_null=PARTICIPANTS)
     return replace(entity, content=content, fields=fields)
 
 
 def _apply_terminal(entity: Terminal, kind: str, update: Mapping[str, Any]) -> Terminal:
-    if kind == "terminal_output_chunk":
-        data = _b64(update.get("data"))
-        if data is None:
-            return replace(entity, bad_chunks=entity.bad_chunks + 1)
-        return replace(entity, output=entity.output + data)
     output, bad = entity.output, entity.bad_chunks
     if "output" in update:
         snapshot = update["output"]

@@ -25,9 +25,12 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from acp_proxy.inspect.transcript.entities import (
+    CHUNK_KINDS,
     ENTITY_KINDS,
     MESSAGE_CHUNKS,
+    Appended,
     Key,
+    append_chunk,
     apply,
     entity_key,
     new_entity,
@@ -318,6 +321,7 @@ class Transcript:
         if kind == "plan_removed":
             if key is not None:
                 session.timeline.remove(key)
+                session.appended.pop(key, None)
             return
         origin = "chunk" if kind in MESSAGE_CHUNKS else "update"
         if key is None:  # a message chunk without messageId (v1)
@@ -338,7 +342,19 @@ class Transcript:
             if key[0] == "tool" and turn is not None:
                 t = session.turns[turn]
                 session.change_turn(turn, tool_calls=(*t.tool_calls, key[1]))
-        session.timeline.put(key, apply(current, kind, update))
+        if kind in CHUNK_KINDS:
+            appended = session.appended.get(key)
+            if appended is None:
+                appended = session.appended[key] = Appended()
+            changed = append_chunk(current, kind, update, appended)
+            if changed is not current or key not in session.timeline.items:
+                session.timeline.put(key, changed)
+        else:
+            session.settle(key)
+            settled = session.timeline.items.get(key)
+            if isinstance(settled, Entry):
+                current = settled
+            session.timeline.put(key, apply(current, kind, update))
         output = kind in ("agent_message", "agent_message_chunk")
         if output and turn is not None and session.turns[turn].first_output_ns is None:
             session.change_turn(turn, first_output_ns=frame.mono_ns)

@@ -3,6 +3,8 @@
 Rules:
 - Only ``transcript.py`` changes these; ``view()`` freezes them into transcript_values.
 - A timeline keeps items in first-seen order; replacing an item keeps its place.
+- ``appended`` holds what chunks added to entities since they were last settled
+  (transcript_entities.py); ``view()`` settles them first, so a view is always whole.
 """
 
 from __future__ import annotations
@@ -10,8 +12,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from acp_proxy.inspect.transcript.entities import Key
-from acp_proxy.inspect.transcript.values import Item, PromptTurn, SessionView
+from acp_proxy.inspect.transcript.entities import Appended, Key, settle
+from acp_proxy.inspect.transcript.values import Entry, Item, PromptTurn, SessionView
 
 
 class Timeline:
@@ -32,6 +34,7 @@ class SessionState:
         self.session_id = session_id
         self.opened_by = opened_by
         self.timeline = Timeline()
+        self.appended: dict[Key, Appended] = {}
         self.turns: list[PromptTurn] = []
         self.open_turns: list[int] = []
         self.last_entity: Key | None = None
@@ -50,7 +53,16 @@ class SessionState:
     def change_turn(self, index: int, **changes: Any) -> None:
         self.turns[index] = replace(self.turns[index], **changes)
 
+    def settle(self, key: Key) -> None:
+        """Fold what chunks appended to the entity at ``key`` into it."""
+        appended = self.appended.get(key)
+        item = self.timeline.items.get(key)
+        if appended is not None and isinstance(item, Entry):
+            self.timeline.put(key, settle(item, appended))
+
     def view(self) -> SessionView:
+        for key in self.appended:
+            self.settle(key)
         return SessionView(
             self.session_id, self.opened_by, tuple(self.timeline.items.values()),
             tuple(self.turns), self.state, self.usage, self.commands, self.config_options,
