@@ -123,12 +123,19 @@ def _lines(file: BinaryIO, progress: Callable[[int], None]) -> Iterator[bytes]:
 @db_option
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def import_command(db: Path | None, file: Path) -> None:
-    """Load a JSONL export (`acp-proxy export --format jsonl`) or a bundle into the database.
+    """Load a JSONL export (`acp-proxy export --format jsonl`), a bundle, or a capture made by
+    another tool into the database.
 
     The connection gets a new id; its uid, every frame and their exact bytes are kept. A
     connection whose uid the database already holds is refused (nothing is imported). A file
     of several exports one after the other (a cassette with several episodes) becomes one
     connection per export, in one transaction.
+
+    Captures of other tools, recognized by their content (docs/inspect.md): a JSONL of raw
+    frames (`direction` plus `raw` or `raw_base64`, optional `mono_ns`/`wall_ns`), the NDJSON
+    trace of sacp-conductor, the JSON array Zed's ACP log panel copies, and the session export
+    of acp-devtools. Their parsed columns are derived from the frames as `record` derives them;
+    the connection's label is the file's name, its status `imported`.
     """
     db_path = resolve_db(db)
     import zipfile
@@ -147,7 +154,8 @@ def import_command(db: Path | None, file: Path) -> None:
         return
     bar = progress_bar(file.stat().st_size // 200, f"importing {file.name}")
     with bar as tick, file.open("rb") as handle:
-        connection_ids = import_jsonl(db_path, _lines(handle, lambda n: tick(n // 200)))
+        lines = _lines(handle, lambda n: tick(n // 200))
+        connection_ids = import_jsonl(db_path, lines, label=file.stem)
     click.echo(f"imported {file} as {_connections(connection_ids)} in {db_path}")
 
 

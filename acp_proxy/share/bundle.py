@@ -9,7 +9,8 @@ Rules:
   findings and the transcript are read from there. The placeholder map is never in it.
 - Check rules that need the official schemas (ACP000) run only when schemas are installed; if
   not, the other rules run and the manifest says so.
-- ``open_recording_file``: a REF that is an existing ``.acpbundle``, zip or ``.jsonl`` export
+- ``open_recording_file``: a REF that is an existing ``.acpbundle``, zip or ``.jsonl`` export,
+  or a capture of another tool (``.jsonl``, ``.json``, ``.jsons``, ``.ndjson``: importer.py),
   is imported into a temporary database (deleted when the process exits) and opened
   read-only, so ``show``, ``export``, ``check`` and ``replay`` read it like a recording.
 - A JSONL file may hold several episodes (exports one after the other: a cassette,
@@ -43,7 +44,9 @@ from acp_proxy.store import readers as store_read
 FRAMES_MEMBER = "frames.jsonl"
 MANIFEST = "manifest.json"
 BUNDLE_FORMAT = "acp-proxy-bundle"
-SUFFIXES = (".acpbundle", ".zip", ".jsonl")
+# Bundles, JSONL exports, and captures of other tools (store/captures.py): JSONL of raw frames,
+# sacp-conductor traces (.jsons, .ndjson), Zed ACP logs and acp-devtools exports (.json).
+SUFFIXES = (".acpbundle", ".zip", ".jsonl", ".json", ".jsons", ".ndjson")
 
 
 def is_recording_file(ref: str | None) -> TypeGuard[str]:
@@ -65,13 +68,13 @@ def _frames_lines(path: Path) -> Iterator[bytes]:
         yield from handle
 
 
-def _import_temporary(lines: Iterator[bytes]) -> tuple[Path, list[int]]:
+def _import_temporary(lines: Iterator[bytes], label: str | None = None) -> tuple[Path, list[int]]:
     from acp_proxy.store.importer import import_jsonl
 
     folder = Path(tempfile.mkdtemp(prefix="acp-proxy-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     db_path = folder / "recording.sqlite"
-    return db_path, import_jsonl(db_path, lines)
+    return db_path, import_jsonl(db_path, lines, label=label)
 
 
 def import_temporary(lines: Iterator[bytes]) -> tuple[store_read.Database, int]:
@@ -83,7 +86,7 @@ def import_temporary(lines: Iterator[bytes]) -> tuple[store_read.Database, int]:
 def recording_file_episodes(ref: str) -> tuple[Path, list[int]]:
     """A bundle or JSONL export named as a REF: (temporary database path, its connections)."""
     try:
-        return _import_temporary(_frames_lines(Path(ref)))
+        return _import_temporary(_frames_lines(Path(ref)), label=Path(ref).stem)
     except (OSError, zipfile.BadZipFile) as error:
         raise AcpProxyError(f"cannot read {ref}: {error}") from error
 

@@ -1,6 +1,15 @@
-"""``import``: load a JSONL export (export.py) into a recording database.
+"""``import``: load a JSONL export (export.py), or a capture made by another tool, into a
+recording database.
 
 Rules:
+- The first non-blank line says what the file is (captures.detect): an acp-proxy export is
+  imported as below; a capture of another tool (captures.py: a JSONL of raw frames, an
+  sacp-conductor trace, a Zed ACP log, an acp-devtools export) becomes one connection whose
+  parsed columns, totals and initialize facts are derived from its frames by the recorder's
+  own observer (observer.py), never taken from the file. Its ``status`` is ``imported``, its
+  ``proxy_version`` names the tool that made the capture, its ``uid`` is a hash of the file's
+  bytes (so the same capture imported twice is refused like an export), its label the given
+  one unless the capture names its own.
 - A file may hold several exports one after the other (a cassette with several episodes,
   docs/testing.md): every line that is an export header starts the next connection. Frame
   lines never hold a top-level ``"format"`` member, so only lines that do are read as headers.
@@ -15,13 +24,23 @@ Rules:
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import sqlite3
-from collections.abc import Callable, Iterable
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from acp_proxy.errors import AcpProxyError
 from acp_proxy.inspect.export import frame_of, header_of
+from acp_proxy.protocol.acp import Direction
+from acp_proxy.protocol.observer import FRAME_COLUMNS, ConnectionObserver, FrameRecord
+from acp_proxy.protocol.wire import Frame
+from acp_proxy.store import captures
 from acp_proxy.store.database import connect
 from acp_proxy.testing.cassette_episodes import is_header
 
@@ -61,12 +80,31 @@ def _record(number: int, line: bytes, frame_columns: list[str]) -> dict[str, Any
 
 
 def import_jsonl(
-    db_path: Path, lines: Iterable[bytes], progress: Callable[[int], None] = lambda n: None
+    db_path: Path,
+    lines: Iterable[bytes],
+    progress: Callable[[int], None] = lambda n: None,
+    label: str | None = None,
 ) -> list[int]:
-    """Import every export in ``lines``; returns the new connection ids, in file order."""
+    """Import every export in ``lines``, or the capture they hold (``label``: its label unless
+    it names one); returns the new connection ids, in file order."""
+    source = iter(lines)
+    skipped: list[bytes] = []
+    first = None
+    for line in source:
+        if line.strip():
+            first = line
+            break
+        skipped.append(line)
+    if first is None:
+        raise ImportRefused("the file is empty")
+    rest = itertools.chain([first], source)
+    fmt = captures.detect(first)
     db = connect(db_path)
     try:
-        return _import(db, iter(lines), progress)
+        if fmt == "export" or (fmt is None and is_header(first)):
+            return _import(db, rest, progress)
+        return [_import_capture(db, fmt, [*skipped, *rest] if fmt is None else rest, label,
+                                progress)]  # fmt: skip
     finally:
         db.close()
 
@@ -120,6 +158,139 @@ def _import(db: sqlite3.Connection, lines: Any, progress: Callable[[int], None])
         db.execute("ROLLBACK")
         raise
     return ids
+
+
+class _Hashed:
+    """The lines of a file, hashed as they are read (the capture's uid)."""
+
+    def __init__(self, lines: Iterable[bytes]) -> None:
+        self._lines, self.digest = lines, hashlib.sha256()
+
+    def __iter__(self) -> Iterator[bytes]:
+        for line in self._lines:
+            self.digest.update(line)
+            yield line
+
+
+def _capture(fmt: str | None, lines: _Hashed) -> captures.Capture:
+    document = None
+    if fmt is None:  # a whole JSON document (a pretty-printed array or object)
+        data = b"".join(lines)
+        try:
+            document = orjson.loads(data)
+        except orjson.JSONDecodeError as error:
+            raise ImportRefused(_not_a_capture(f"it is not JSON ({error})")) from error
+        fmt = captures.detect(b"", document)
+        if fmt is None:
+            raise ImportRefused(_not_a_capture("its JSON is none of them"))
+    return captures.read(fmt, lines, document)
+
+
+def _not_a_capture(why: str) -> str:
+    return (
+        "not an acp-proxy export nor a capture acp-proxy can import (a JSONL of raw frames, an "
+        f"sacp-conductor trace, a Zed ACP log, an acp-devtools export): {why}"
+    )
+
+
+def _import_capture(
+    db: sqlite3.Connection, fmt: str | None, lines: Iterable[bytes], label: str | None,
+    progress: Callable[[int], None],
+) -> int:  # fmt: skip
+    hashed = _Hashed(lines)
+    statement = _insert("frame", ["connection_id", *FRAME_COLUMNS])
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        capture = _capture(fmt, hashed)
+        now = time.time_ns()
+        row = {
+            "uid": uuid.uuid4().hex, "label": capture.label or label, "status": "imported",
+            "started_ns": capture.started_ns or now, "argv": orjson.dumps(capture.argv).decode(),
+            "cwd": "", "proxy_version": capture.tool, "proxy_pid": 0,
+        }  # fmt: skip
+        connection_id = _start(db, row)
+        observer = ConnectionObserver()
+        offsets = dict.fromkeys(Direction, 0)
+        totals = {d.value: [0, 0] for d in Direction}
+        clock = _Clock(capture.started_ns or now)
+        batch: list[list[Any]] = []
+        last_wall = row["started_ns"]
+        for captured in capture.frames:
+            mono, wall = clock.times(captured.mono_ns, captured.wall_ns)
+            last_wall = wall
+            complete = captured.raw.endswith(b"\n")
+            frame = Frame(captured.raw, offsets[captured.direction], complete)
+            offsets[captured.direction] += len(captured.raw)
+            record: FrameRecord = observer.observe(captured.direction, frame, mono, wall)
+            totals[record.direction][0] += 1
+            totals[record.direction][1] += record.size
+            batch.append([connection_id, *record])
+            if len(batch) >= BATCH:
+                db.executemany(statement, batch)
+                progress(len(batch))
+                batch = []
+        db.executemany(statement, batch)
+        progress(len(batch))
+        uid = f"{capture.fmt}-{hashed.digest.hexdigest()[:32]}"
+        _refuse_if_held(db, uid)
+        facts = observer.facts()
+        db.execute(
+            "UPDATE connection SET uid = ?, ended_ns = ?, protocol_version = ?, client_info = ?, "
+            "agent_info = ?, frames_c2a = ?, bytes_c2a = ?, frames_a2c = ?, bytes_a2c = ?, "
+            "lines_stderr = ?, bytes_stderr = ? WHERE id = ?",
+            (uid, capture.ended_ns or last_wall, facts.protocol_version,
+             _json(facts.client_info), _json(facts.agent_info), *totals["c2a"], *totals["a2c"],
+             *totals["stderr"], connection_id),
+        )  # fmt: skip
+        db.execute("COMMIT")
+    except captures.CaptureError as error:
+        db.execute("ROLLBACK")
+        raise ImportRefused(f"cannot import this {capture_name(fmt)}: {error}") from error
+    except sqlite3.Error as error:
+        db.execute("ROLLBACK")
+        raise ImportRefused(f"cannot import: {error}") from error
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return connection_id
+
+
+def capture_name(fmt: str | None) -> str:
+    return {
+        "frames": "JSONL of raw frames", "sacp-trace": "sacp-conductor trace",
+        "zed-log": "Zed ACP log", "acp-devtools": "acp-devtools export",
+    }.get(fmt or "", "capture")  # fmt: skip
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else orjson.dumps(value).decode()
+
+
+class _Clock:
+    """Both clocks of each frame from what the capture has (see captures.py's rules)."""
+
+    def __init__(self, started_ns: int) -> None:
+        self._started = started_ns
+        self._first_mono: int | None = None
+        self._first_wall: int | None = None
+        self._last = (0, started_ns)
+
+    def times(self, mono: int | None, wall: int | None) -> tuple[int, int]:
+        if mono is None and wall is None:
+            return self._last
+        if mono is not None and self._first_mono is None:
+            self._first_mono = mono
+        if wall is not None and self._first_wall is None:
+            self._first_wall = wall
+        if mono is None:
+            assert wall is not None
+            assert self._first_wall is not None
+            mono = wall - self._first_wall
+        if wall is None:
+            assert self._first_mono is not None
+            wall = self._started + mono - self._first_mono
+        self._last = (mono, wall)
+        return self._last
 
 
 def _start(db: sqlite3.Connection, connection: dict[str, Any]) -> int:
