@@ -22,6 +22,7 @@ Rules:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -190,17 +191,56 @@ class SchemaBook:
             if validator.is_valid(value):
                 continue
             return [
-                Problem(_path(member or "", error.instance_path), _short(error.message), definition)
+                Problem(_path(member or "", error.instance_path), _short(plain(error.message)),
+                        definition)
                 for error, _ in zip(validator.iter_errors(value), range(MAX_ERRORS), strict=False)
-            ]
+            ]  # fmt: skip
         return []
+
+
+_TYPE_WORDS = {
+    "array": "an array", "object": "an object", "string": "a string",
+    "integer": "a whole number", "number": "a number", "boolean": "true or false",
+    "null": "null",
+}  # fmt: skip
+_PLAIN = (
+    (re.compile(r'^"(?P<name>.*)" is a required property$'), 'lacks "{name}"'),
+    (re.compile(r'^(?P<value>.*) is not of types? (?P<types>".*")$'), "is {value}, not {types}"),
+    (re.compile(r"^(?P<value>.*) is not valid under any of the schemas listed in the '\w+' "
+                r"keyword$"), "is {value}, which matches none of the forms the schema allows"),
+    (re.compile(r"^(?P<value>.*) is valid under more than one of the schemas listed in the "
+                r"'oneOf' keyword$"), "matches more than one of the forms the schema allows "
+                "(it must match exactly one)"),
+    (re.compile(r"^Additional properties are not allowed \((?P<names>.*) (?:was|were) "
+                r"unexpected\)$"), "has {names}, which the schema does not allow here"),
+    (re.compile(r'^(?P<value>.*) is not one of (?P<allowed>.*)$'), "is {value}, but must be "
+                "{allowed}"),
+    (re.compile(r"^(?P<value>.*) was expected$"), "must be {value}"),
+)  # fmt: skip
+
+
+def plain(message: str) -> str:
+    """A validator's message in plain words, to follow the path it is about (``prompt is "hi",
+    not an array``; ``lacks "sessionId"``). Messages it does not know are kept as they are."""
+    for pattern, words in _PLAIN:
+        found = pattern.match(message)
+        if found is None:
+            continue
+        parts = found.groupdict()
+        if "types" in parts:
+            names = [_TYPE_WORDS.get(t, t) for t in re.findall(r'"([^"]*)"', parts["types"])]
+            parts["types"] = " or ".join(names)
+        if "names" in parts:
+            parts["names"] = ", ".join(f'"{n}"' for n in re.findall(r"'([^']*)'", parts["names"]))
+        return words.format(**parts)
+    return f"is invalid: {message}"
 
 
 def _path(prefix: str, parts: Any) -> str:
     path = prefix
     for part in parts:
         path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
-    return path or "(root)"
+    return path or "it"
 
 
 def _short(text: str) -> str:

@@ -42,13 +42,13 @@ def test_v2_chunk_without_message_id_is_caught(book: SchemaBook) -> None:
     assert len(found) == 1
     assert found[0].seq == 5
     assert "agent_message_chunk" in found[0].message
-    assert '"messageId" is a required property' in found[0].message
+    assert 'update lacks "messageId"' in found[0].message
 
 
 def test_v2_initialize_without_info_is_caught(book: SchemaBook) -> None:
     found = check(book, [req(0, "initialize", {"protocolVersion": 2, "capabilities": {}})])
     assert [f.seq for f in found] == [1]
-    assert '"info" is a required property' in found[0].message
+    assert 'it lacks "info"' in found[0].message
     assert "InitializeRequest" in found[0].message
 
 
@@ -66,7 +66,7 @@ def test_spec_shaped_conversations_validate(book: SchemaBook, conversation: Fram
 def test_responses_are_validated_against_their_requests_method(book: SchemaBook) -> None:
     found = check(book, [*v1(), PROMPT, res(2, {"stopReason": 7})])
     assert len(found) == 1
-    assert "result of session/prompt" in found[0].message
+    assert "the session/prompt result does not match" in found[0].message
     assert "PromptResponse" in found[0].message
 
 
@@ -106,3 +106,14 @@ def test_the_installed_schemas_know_each_version_s_methods(book: SchemaBook) -> 
     assert {"initialize", "session/update", "$/cancel_request"} <= book.methods(1)
     assert "auth/login" in book.methods(2)
     assert "session/load" not in book.methods(2)
+
+
+def test_schema_findings_are_in_plain_words(book: SchemaBook) -> None:
+    found = check(book, [v1()[0], v1()[1], req(1, "session/new", {"cwd": "/w", "mcpServers": []}),
+                         res(1, {"session": "s"})])  # fmt: skip
+    assert [f.seq for f in found] == [4]
+    text = found[0].message
+    assert text.startswith("the session/new result does not match the schema (")
+    assert text.endswith('NewSessionResponse): it lacks "sessionId"')
+    assert "do not match" not in text
+    assert "required property" not in text

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from acp_proxy.check.base import ERROR, WARNING, Event, Rule, RuleInfo, get
 from acp_proxy.protocol import acp
 from acp_proxy.protocol.jsonrpc import id_key
@@ -24,6 +26,13 @@ _LIFECYCLE = frozenset(
     {"initialize", "auth/login", "session/new", "session/resume", "session/prompt"}
 )
 _ROLES = {"request": "request", "notification": "notification", "response": "response"}
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return repr(value)
 
 
 def _is_message(entry: Any) -> bool:
@@ -53,9 +62,13 @@ class Schema(Rule):
         problems = book.validate(version, role, event.method, event.update_kind, instance)
         if problems:
             what = event.method + (f" ({event.update_kind})" if event.update_kind else "")
-            part = "result" if role == "response" else "params"
-            details = "; ".join(f"{p.path}: {p.message}" for p in problems)
-            self.flag(event, f"{part} of {what} do not match {problems[0].definition}: {details}")
+            part = "result" if role == "response" else role
+            details = "; ".join(f"{p.path} {p.message}" for p in problems)
+            self.flag(
+                event,
+                f"the {what} {part} does not match the schema ({problems[0].definition}): "
+                f"{details}",
+            )
 
 
 class OneMessagePerLine(Rule):
@@ -80,7 +93,8 @@ class OneMessagePerLine(Rule):
         else:
             return
         sample = record.raw[:60].decode("utf-8", "replace").rstrip("\r\n")
-        self.report(record.seq, record.direction, f"the line {problem}: {sample!r}")
+        more = "..." if len(record.raw.rstrip(b"\r\n")) > 60 else ""
+        self.report(record.seq, record.direction, f"the line {problem}: {sample!r}{more}")
 
 
 class JsonRpcVersion(Rule):
@@ -94,8 +108,12 @@ class JsonRpcVersion(Rule):
         entries = value if isinstance(value, list) else [value]
         for entry in entries:
             if isinstance(entry, dict) and entry.get("jsonrpc") != "2.0":
-                found = entry.get("jsonrpc", "nothing")
-                self.report(record.seq, record.direction, f'"jsonrpc" is {found!r}, not "2.0"')
+                if "jsonrpc" not in entry:
+                    text = 'the message has no "jsonrpc" member (it must be "2.0")'
+                else:
+                    found = _json_text(entry["jsonrpc"])
+                    text = f'"jsonrpc" is {found}; it must be "2.0"'
+                self.report(record.seq, record.direction, text)
                 return
 
 
