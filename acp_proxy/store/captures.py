@@ -85,7 +85,8 @@ def detect(first_line: bytes, document: Any = None) -> str | None:
             return "export"
         if "direction" in head and ("raw" in head or "raw_base64" in head):
             return "frames"
-        if head.get("type") in _SACP_TYPES and "ts" in head:
+        kind = head.get("type")
+        if isinstance(kind, str) and kind in _SACP_TYPES and "ts" in head:
             return "sacp-trace"
     if isinstance(document, list) and all(
         isinstance(item, dict) and "_direction" in item for item in document[:1]
@@ -137,6 +138,10 @@ def _scaled(value: Any, where: str, name: str, unit_ns: int) -> int | None:
     return scaled
 
 
+def _lookup(table: dict[str, Direction], value: Any) -> Direction | None:
+    return table.get(value) if isinstance(value, str) else None
+
+
 def _lines(lines: Iterable[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -175,7 +180,7 @@ def _frames(lines: Iterable[bytes]) -> Iterator[CapturedFrame]:
     text) or ``raw_base64``, optional ``mono_ns`` and ``wall_ns``, optional ``no_newline``."""
     for number, item in _lines(lines):
         where = f"line {number}"
-        direction = _DIRECTIONS.get(item.get("direction"))  # type: ignore[arg-type]
+        direction = _lookup(_DIRECTIONS, item.get("direction"))
         if direction is None:
             raise CaptureError(f'{where}: "direction" must be c2a, a2c or stderr')
         if "raw_base64" in item:
@@ -214,7 +219,7 @@ def _sacp(lines: Iterable[bytes]) -> Iterator[CapturedFrame]:
     for number, event in _lines(lines):
         where = f"line {number}"
         kind = event.get("type")
-        if kind not in _SACP_TYPES:
+        if not isinstance(kind, str) or kind not in _SACP_TYPES:
             raise CaptureError(f"{where}: not a sacp-conductor trace event (type {kind!r})")
         if kind == "trace":
             continue
@@ -266,10 +271,11 @@ def _zed(document: Any) -> Iterator[CapturedFrame]:
         if not isinstance(item, dict):
             raise CaptureError(f"{where}: not a JSON object")
         side = item.get("_direction")
-        if side not in ("incoming", "outgoing"):
+        if not isinstance(side, str) or side not in ("incoming", "outgoing"):
             raise CaptureError(f'{where}: "_direction" must be incoming or outgoing')
         direction = Direction.CLIENT_TO_AGENT if side == "outgoing" else Direction.AGENT_TO_CLIENT
         kind = item.get("_type")
+        kind = kind if isinstance(kind, str) else None
         params = item.get("params")
         if kind == "response":
             kind = "error" if _zed_error(params) else "response"
@@ -323,7 +329,7 @@ def _devtools_messages(messages: list[Any]) -> Iterator[CapturedFrame]:
         where = f"messages[{number - 1}]"
         if not isinstance(message, dict):
             raise CaptureError(f"{where}: not a JSON object")
-        direction = sides.get(message.get("direction"))  # type: ignore[arg-type]
+        direction = _lookup(sides, message.get("direction"))
         if direction is None:
             raise CaptureError(f"{where}: direction must be editor-to-agent or agent-to-editor")
         raw = message.get("raw")

@@ -199,9 +199,11 @@ def _import_capture(
 ) -> int:  # fmt: skip
     hashed = _Hashed(lines)
     statement = _insert("frame", ["connection_id", *FRAME_COLUMNS])
+    name = fmt
     db.execute("BEGIN IMMEDIATE")
     try:
         capture = _capture(fmt, hashed)
+        name = capture.fmt
         now = time.time_ns()
         row = {
             "uid": uuid.uuid4().hex, "label": capture.label or label, "status": "imported",
@@ -245,7 +247,7 @@ def _import_capture(
         db.execute("COMMIT")
     except captures.CaptureError as error:
         db.execute("ROLLBACK")
-        raise ImportRefused(f"cannot import this {capture_name(fmt)}: {error}") from error
+        raise ImportRefused(f"cannot import this {capture_name(name)}: {error}") from error
     except sqlite3.Error as error:
         db.execute("ROLLBACK")
         raise ImportRefused(f"cannot import: {error}") from error
