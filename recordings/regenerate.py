@@ -39,7 +39,7 @@ SAMPLE_DIR = Path("/tmp/acp-proxy-sample")  # noqa: S108 (a fixed path: the same
 NOTES = "# Notes\n\nThe sample file the demo agent reads.\nIt has four lines.\n"
 C2A, A2C, ERR = "c2a", "a2c", "stderr"
 V2_SESSION = "sess_abc123def456"
-BIG_TEXT_BYTES = 1_200_000  # past the store's large-frame size (1 MiB)
+BIG_TEXT_BYTES = 1_200_000  # past the store's large-frame size (LARGE_FRAME_BYTES)
 
 
 def _line(message: dict[str, Any]) -> bytes:
