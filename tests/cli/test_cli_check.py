@@ -52,7 +52,9 @@ def test_findings_exit_1_and_name_frame_rule_and_fix(
     result = invoke("check", "--db", str(recordings), "bad", env=schema_env)
     assert result.exit_code == 1
     lines = result.output.splitlines()
-    assert lines[0].startswith("connection 3 #6 a2c: error ACP000: result of session/prompt")
+    assert lines[0].startswith(
+        "connection 3 #6 a2c: error ACP000: the session/prompt result does not match the schema"
+    )
     assert any(line.startswith("connection 3 #6 a2c: error ACP013: stopReason") for line in lines)
     assert any(line.startswith("    fix: ") for line in lines)
     assert lines[-1].startswith("2 error(s), 0 warning(s) in 1 connection(s)")

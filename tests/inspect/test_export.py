@@ -110,7 +110,7 @@ def test_importing_the_same_connection_twice_is_refused(tmp_path: Path) -> None:
     ("content", "message"),
     [
         (b"", "the file is empty"),
-        (b'{"hello": 1}\n', "not an acp-proxy JSONL export"),
+        (b'{"hello": 1}\n', "not an acp-proxy export nor a capture acp-proxy can import"),
         (b'{"format": "acp-proxy-jsonl", "version": 99, "connection": {}}\n', "version 99"),
     ],
 )
