@@ -7,6 +7,8 @@ import pytest
 
 from acp_proxy.check.engine import Checker
 from acp_proxy.check.schemas import plain
+from acp_proxy.protocol.acp import Direction
+from tests.support.fixtures_checks import PROMPT, USER, req, res, state, v1, v2
 from tests.support.helpers import A2C, C2A, observe_all
 
 
@@ -55,3 +57,23 @@ def test_a_missing_or_wrong_jsonrpc_member_is_said_plainly() -> None:
         '"jsonrpc" is "1.0"; it must be "2.0"',
         '"jsonrpc" is 2; it must be "2.0"',
     ]  # fmt: skip
+
+
+def _all_messages(frames: list[tuple[Direction, bytes]]) -> list[str]:
+    _, records = observe_all(frames)
+    checker = Checker(None)
+    found = [f for r in records for f in checker.observe(r)] + checker.finish()
+    return [f.message for f in found]
+
+
+def test_turn_and_unknown_name_findings_are_said_plainly() -> None:
+    unfinished = _all_messages([*v2(), PROMPT, USER, res(2, {"messageId": "msg_1"})])
+    assert "the turn never ended: no idle state_update followed this prompt" in unfinished
+    idle_only = _all_messages([*v2(), PROMPT, USER, res(2, {"messageId": "msg_1"}),
+                               state("idle")])  # fmt: skip
+    assert "the turn went idle without ever reporting running" in idle_only
+    assert "the idle state_update that ends the turn has no stopReason" in idle_only
+    odd = _all_messages([*v1(), req(5, "session/frobnicate", {})])
+    assert any(
+        m.startswith("unknown method 'session/frobnicate': ACP has no such method") for m in odd
+    ), odd

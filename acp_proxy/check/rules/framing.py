@@ -263,7 +263,11 @@ class UnknownMethod(Rule):
         book = self.context.schemas
         if book is not None and version is not None and method in book.methods(version):
             return
-        self.flag(event, f"unknown method {method!r} (not _-prefixed): future ACP or a mistake")
+        self.flag(
+            event,
+            f"unknown method {method!r}: ACP has no such method, and extension methods start "
+            "with _",
+        )
 
 
 class WrongDirection(Rule):

@@ -113,16 +113,16 @@ class TurnStates(Rule):
                 self.running.add(session)
             elif state == "idle" and self.open.get(session):
                 if session not in self.running:
-                    self.flag(event, "idle ends a prompt's work that never reported running")
+                    self.flag(event, "the turn went idle without ever reporting running")
                 if get(event.update, "stopReason") is None:
-                    self.flag(event, "idle that ends foreground work has no stopReason")
+                    self.flag(event, "the idle state_update that ends the turn has no stopReason")
                 self.open[session] = []
                 self.running.discard(session)
 
     def finish(self) -> None:
         for prompts in self.open.values():
             for prompt in prompts:
-                self.flag(prompt, "prompt's work never reported idle")
+                self.flag(prompt, "the turn never ended: no idle state_update followed this prompt")
 
 
 class MessageIds(Rule):

@@ -62,7 +62,8 @@ class ReservedValues(Rule):
         version = self.state.version
         if not acp.is_known_update_kind(kind, version) and not kind.startswith("_"):
             closed = " (v1's union is closed: v1 clients may drop it)" if version == 1 else ""
-            self.flag(event, f"unknown update kind {kind!r}: future or unknown variant{closed}")
+            text = f"unknown update kind {kind!r}: not in this ACP version (newer, or a mistake)"
+            self.flag(event, text + closed)
             return
         found: list[tuple[str, Any]] = []
         if kind in _OPEN_ENUMS:
@@ -77,7 +78,11 @@ class ReservedValues(Rule):
                 if reserved(get(event.update, name), known):
                     found.append((name, get(event.update, name)))
         for name, value in found:
-            self.flag(event, f"{kind} {name} {value!r}: future or unknown variant")
+            self.flag(
+                event,
+                f"{kind} {name} {value!r} is not a value this ACP version defines (a newer one, "
+                "or a mistake)",
+            )
 
 
 class RecorderKeepsUnknown(Rule):
