@@ -15,7 +15,7 @@ Rules:
   process is forked before anything else starts, the summary becomes a stderr line of the
   recording, and the connection row gets the exit status.
 - A recording file holding several episodes (a cassette, docs/testing.md) is replayed by
-  following the episode the client matches (replay_episodes.py, served by replay_live_io.py);
+  following the episode the client matches (replay/episodes.py);
   ``--go-live -- AGENT`` lets a conversation no episode holds go on with that agent, and with
   ``--record`` the live part is recorded as one more connection, after the replay's own.
   A single recording without ``--go-live`` takes the plain engine and loop, as before.
@@ -140,8 +140,9 @@ def replay_command(
         _to_agent(db, ref, agent_command, ignore, record, timeout)
     from acp_proxy.replay.engine import Options, Replay
     from acp_proxy.replay.match import Matcher
+    from acp_proxy.replay.modes import ForClient
     from acp_proxy.replay.report import exit_status, summary
-    from acp_proxy.replay.shell.client_io import serve
+    from acp_proxy.replay.shell.loop import serve
     from acp_proxy.share.bundle import is_recording_file, recording_file_episodes
 
     scale = parse_timing(timing)
@@ -184,7 +185,8 @@ def replay_command(
     recorder = _start_recorder(db_path, clock_origin) if record else None
     replay = Replay(scripts[0], matcher, options, time.monotonic_ns())
     del scripts, loaded
-    serve(replay, options.timeout_ns, tap=recorder.tap if recorder else None)
+    serve(ForClient(replay), options.timeout_ns, _grace_ns(options.timeout_ns),
+          tap=recorder.tap if recorder else None)  # fmt: skip
     text = summary(replay, what)
     report(text)
     status = exit_status(replay)
@@ -217,20 +219,24 @@ def _serve_episodes(
     record: bool, agent: tuple[str, ...] | None, ignore: tuple[str, ...],
 ) -> None:  # fmt: skip
     """Replay following episodes, going live with ``agent`` if given (see the rules); exits."""
-    from acp_proxy.record.spawn import DEFAULT_GRACE
     from acp_proxy.replay.episodes import Episodes
+    from acp_proxy.replay.modes import ForEpisodes
     from acp_proxy.replay.report import episodes_summary
-    from acp_proxy.replay.shell.live_io import Shell
+    from acp_proxy.replay.shell.loop import serve
 
     clock_origin = (time.monotonic_ns(), time.time_ns())
     recorder = _start_recorder(db_path, clock_origin) if record else None
     engine = Episodes(
         scripts, matcher, options, time.monotonic_ns(), live=agent is not None, ignore=ignore
     )
-    grace_ns = int(min(options.timeout_ns / 1e9, DEFAULT_GRACE) * 1e9)
-    shell = Shell(engine, options.timeout_ns, agent, grace_ns,
-                  tap=recorder.tap if recorder else None)  # fmt: skip
-    shell.run()
+    chunks: list[tuple[Direction, int, bytes]] = []
+
+    def keep(direction: Direction, now: int, chunk: bytes) -> None:
+        chunks.append((direction, now, chunk))
+
+    outcome = serve(ForEpisodes(engine), options.timeout_ns, _grace_ns(options.timeout_ns),
+                    agent_argv=agent, tap=recorder.tap if recorder else None,
+                    agent_log=keep)  # fmt: skip
     text = episodes_summary(engine, what)
     report(text)
     status = EXIT_DIVERGED if engine.diverged else 0
@@ -240,7 +246,7 @@ def _serve_episodes(
         from acp_proxy.store.live_writer import record_chunks
 
         try:
-            new = record_chunks(db_path, agent, shell.chunks, clock_origin, shell.agent_status)
+            new = record_chunks(db_path, agent, chunks, clock_origin, outcome.agent_returncode)
         except AcpProxyError as error:
             report(f"the live conversation was not recorded: {error}")
             sys.exit(EXIT_DIVERGED)
@@ -265,10 +271,10 @@ def _to_agent(
 ) -> None:  # fmt: skip
     """``--to-agent``: play the recorded client for the agent ``argv``; exits."""
     from acp_proxy.protocol.normalize import parse_path
-    from acp_proxy.record.spawn import DEFAULT_GRACE, SpawnFailed
     from acp_proxy.replay.drive import Drive
     from acp_proxy.replay.drive import report as drive_report
-    from acp_proxy.replay.shell.drive_io import run
+    from acp_proxy.replay.modes import ForAgent
+    from acp_proxy.replay.shell.loop import serve
     from acp_proxy.share.bundle import is_recording_file, recording_file_episodes
     from acp_proxy.store.replay_reads import load
 
@@ -289,7 +295,7 @@ def _to_agent(
     except AcpProxyError as error:
         report(str(error))
         sys.exit(EXIT_USAGE)
-    grace_ns = int(min(timeout, DEFAULT_GRACE) * 1e9)
+    timeout_ns = int(timeout * 1e9)
     for number, (target, frames) in enumerate(loaded, start=1):
         what = f"connection {target.connection_id}"
         what += f" ({target.label})" if target.label else ""
@@ -298,14 +304,18 @@ def _to_agent(
         drive = Drive(frames, ignore)
         clock_origin = (time.monotonic_ns(), time.time_ns())
         recorder = _start_recorder(db_path, clock_origin) if record else None
-        try:
-            run(drive, argv, int(timeout * 1e9), grace_ns, recorder.tap if recorder else None)
-        except SpawnFailed as error:
-            report(str(error))
+        mode = ForAgent(drive, timeout_ns, time.monotonic_ns())
+        outcome = serve(mode, timeout_ns, _grace_ns(timeout_ns), agent_argv=argv,
+                        agent_log=recorder.tap.put if recorder else None)  # fmt: skip
+        if mode.spawn_failure is not None:
+            report(mode.spawn_failure)
             sys.exit(EXIT_USAGE)
         text = drive_report(drive, what)
-        report(text)
         status = EXIT_DIVERGED if drive.divergence is not None else 0
+        if outcome.signal is not None:  # interrupted: neither a yes nor a no
+            text += f" Ended: {mode.ending}."
+            status = 128 + outcome.signal
+        report(text)
         if recorder is not None:
             recorder.tap.update(status="exited", ended_ns=time.time_ns(), exit_code=status)
             if recorder.finish(FLUSH_DEADLINE) == "late":
@@ -313,6 +323,13 @@ def _to_agent(
         if status:
             sys.exit(status)
     sys.exit(0)
+
+
+def _grace_ns(timeout_ns: int) -> int:
+    """How long the agent (and after a signal, the whole run) has to end: at most the timeout."""
+    from acp_proxy.record.spawn import DEFAULT_GRACE
+
+    return min(timeout_ns, int(DEFAULT_GRACE * 1e9))
 
 
 def _start_recorder(db_path: Path, clock_origin: tuple[int, int]) -> RecorderProcess:

@@ -43,16 +43,21 @@ def spawn_agent(argv: Sequence[str]) -> subprocess.Popen[bytes]:
             list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             bufsize=0, process_group=0,
         )  # fmt: skip
-    except FileNotFoundError as error:
-        raise SpawnFailed(f"cannot run {argv[0]!r}: command not found", 127) from error
-    except PermissionError as error:
-        raise SpawnFailed(f"cannot run {argv[0]!r}: permission denied", 126) from error
     except OSError as error:
-        raise SpawnFailed(f"cannot run {argv[0]!r}: {error.strerror or error}", 126) from error
+        raise spawn_failure(argv, error) from error
     for pipe in (process.stdin, process.stdout, process.stderr):
         if pipe is not None:
             enlarge_pipe(pipe.fileno())
     return process
+
+
+def spawn_failure(argv: Sequence[str], error: OSError) -> SpawnFailed:
+    """Why ``argv`` could not start, with the exit status a shell would give."""
+    if isinstance(error, FileNotFoundError):
+        return SpawnFailed(f"cannot run {argv[0]!r}: command not found", 127)
+    if isinstance(error, PermissionError):
+        return SpawnFailed(f"cannot run {argv[0]!r}: permission denied", 126)
+    return SpawnFailed(f"cannot run {argv[0]!r}: {error.strerror or error}", 126)
 
 
 def enlarge_pipe(fd: int) -> None:
