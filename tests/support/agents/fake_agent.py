@@ -10,6 +10,8 @@ Modes (standard library only, unbuffered binary stdio):
 - ``big N``: write half of an N-byte line, wait for a line on stdin, write the rest.
 - ``on-term``: write "ready" on stderr, wait for SIGTERM, answer a frame on stdout, exit 0.
 - ``ticks N``: write N frames, then block reading stdin until EOF.
+- ``pidfile FILE``: write its pid to FILE and "ready" on stdout, then sleep until a signal
+  ends it (SIGINT, SIGTERM and SIGHUP as the system's default; ignored with ``--ignore-all``).
 """
 
 from __future__ import annotations
@@ -90,6 +92,16 @@ def main(argv: list[str]) -> int:
         while os.read(0, 65536):
             pass
         return 0
+    if mode == "pidfile":
+        disposition = signal.SIG_IGN if "--ignore-all" in argv else signal.SIG_DFL
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, disposition)
+        with open(argv[1] + ".tmp", "w") as pid:
+            pid.write(str(os.getpid()))
+        os.replace(argv[1] + ".tmp", argv[1])
+        write_all(1, b'{"jsonrpc":"2.0","method":"_ready","params":{}}\n')
+        while True:
+            time.sleep(3600)
     write_all(2, f"unknown mode {mode}\n".encode())
     return 2
 
