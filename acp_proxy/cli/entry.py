@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from acp_proxy.paths import DB_ENV, default_db_file
-from acp_proxy.record.launch import launch
 from acp_proxy.record.spawn import DEFAULT_GRACE
 from acp_proxy.stderr import report
 
@@ -82,6 +81,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     settings = early_record_settings(args)
     if settings is not None:
+        from acp_proxy.record.launch import launch  # only here: other commands do not need it
+
         launched = launch(
             settings.agent, report, settings.db_path, settings.label, check=settings.check
         )

@@ -18,11 +18,12 @@ Rules:
 
 from __future__ import annotations
 
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from acp_proxy.replay.drive import Drive
-from acp_proxy.replay.engine import Replay
-from acp_proxy.replay.episodes import Episodes
+if TYPE_CHECKING:  # each caller imports the engine it runs, and only that one
+    from acp_proxy.replay.drive import Drive
+    from acp_proxy.replay.engine import Replay
+    from acp_proxy.replay.episodes import Episodes
 
 
 class Actions(NamedTuple):

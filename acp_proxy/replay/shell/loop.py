@@ -30,7 +30,7 @@ import math
 import signal
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
@@ -51,8 +51,7 @@ from acp_proxy.replay.shell.ports import (
 STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(NamedTuple):
     signal: int | None  # the first stopping signal received, if one ended the run
     agent_returncode: int | None  # how the agent ended (None: it never started)
 

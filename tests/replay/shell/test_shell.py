@@ -7,7 +7,6 @@ client is a thread of this test on the other ends of the pipes.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 import signal
@@ -25,6 +24,7 @@ from acp_proxy.replay.modes import Actions, ForClient
 from acp_proxy.replay.shell.loop import Outcome, serve
 from tests.support.fixtures_acp import V1_CONVERSATION
 from tests.support.replay_helpers import agent_bytes, client_frames, engine
+from tests.support.processes import assert_gone, wait_for_pid
 
 FAKE = Path(__file__).resolve().parents[2] / "support" / "agents" / "fake_agent.py"
 WAIT_S = 20
@@ -316,39 +316,46 @@ def test_an_agent_that_cannot_start_is_the_conversations_to_handle() -> None:
 # --- signals and timeouts -------------------------------------------------------------------
 
 
-def _signal_when_ready(signum: int) -> Callable[[Scripted, str, object], None]:
-    """Once the agent says it is ready, this process gets ``signum``; a stop ends the run."""
+def _ends_on_stop(conversation: Scripted, name: str, _value: object) -> None:
+    if name == "stop":
+        conversation.done = True
 
-    def react(conversation: Scripted, name: str, value: object) -> None:
-        if name == "agent_frame" and b"_ready" in value:  # type: ignore[operator]
-            os.kill(os.getpid(), signum)
-        elif name == "stop":
-            conversation.done = True
 
-    return react
+def _signal_when_started(pidfile: Path, signum: int) -> Callable[[Client], int]:
+    """A client that, once the agent wrote its pid, sends this process ``signum``."""
+
+    def peer(_client: Client) -> int:
+        pid = wait_for_pid(pidfile)
+        os.kill(os.getpid(), signum)
+        return pid
+
+    return peer
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_goes_to_the_agents_group_and_stops_the_run(
     tmp_path: Path, signum: signal.Signals
 ) -> None:
-    conversation = Scripted(has_client=False, wants_agent=True, react=_signal_when_ready(signum))
-    agent = fake_agent("pidfile", str(tmp_path / "pid"))
-    outcome, elapsed, _ = run(conversation, agent=agent, grace=5.0)
+    conversation = Scripted(has_client=False, wants_agent=True, react=_ends_on_stop)
+    pidfile = tmp_path / "pid"
+    peer = _signal_when_started(pidfile, signum)
+    outcome, elapsed, (pid,) = run(conversation, peer, agent=fake_agent("pidfile", str(pidfile)),
+                                   grace=1.0)  # fmt: skip
     assert conversation.values("stop") == [f"ended by {signum.name}"]
     assert outcome == Outcome(signal=signum, agent_returncode=-signum)  # its own signal killed it
-    assert elapsed < 5.0
-    _assert_gone(int((tmp_path / "pid").read_text()))
+    assert elapsed < 1.0  # the grace: it did not take SIGKILL to end it
+    assert_gone(pid)
 
 
 def test_an_agent_that_ignores_the_signal_is_killed_after_the_grace(tmp_path: Path) -> None:
-    conversation = Scripted(has_client=False, wants_agent=True,
-                            react=_signal_when_ready(signal.SIGTERM))  # fmt: skip
-    agent = fake_agent("pidfile", str(tmp_path / "pid"), "--ignore-all")
-    outcome, elapsed, _ = run(conversation, agent=agent, grace=0.5)
+    conversation = Scripted(has_client=False, wants_agent=True, react=_ends_on_stop)
+    pidfile = tmp_path / "pid"
+    peer = _signal_when_started(pidfile, signal.SIGTERM)
+    agent = fake_agent("pidfile", str(pidfile), "--ignore-all")
+    outcome, elapsed, (pid,) = run(conversation, peer, agent=agent, grace=0.5)
     assert outcome == Outcome(signal=signal.SIGTERM, agent_returncode=-signal.SIGKILL)
     assert 0.5 <= elapsed < 0.5 + WAIT_S / 4
-    _assert_gone(int((tmp_path / "pid").read_text()))
+    assert_gone(pid)
 
 
 def test_after_a_signal_the_run_ends_within_the_grace_whatever_the_conversation_says() -> None:
@@ -384,16 +391,3 @@ def test_the_conversations_wake_up_time_is_kept_without_busy_waiting() -> None:
     assert isinstance(last, int)
     assert last - start >= S // 10
     assert conversation.steps < 10
-
-
-def _assert_gone(pid: int) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
-        time.sleep(0.01)
-    pytest.fail(f"process {pid} still exists")

@@ -10,7 +10,7 @@ Modes (standard library only, unbuffered binary stdio):
 - ``big N``: write half of an N-byte line, wait for a line on stdin, write the rest.
 - ``on-term``: write "ready" on stderr, wait for SIGTERM, answer a frame on stdout, exit 0.
 - ``ticks N``: write N frames, then block reading stdin until EOF.
-- ``pidfile FILE``: write its pid to FILE and "ready" on stdout, then sleep until a signal
+- ``pidfile FILE``: write its pid to FILE (whole, once it exists), then sleep until a signal
   ends it (SIGINT, SIGTERM and SIGHUP as the system's default; ignored with ``--ignore-all``).
 """
 
@@ -99,7 +99,6 @@ def main(argv: list[str]) -> int:
         with open(argv[1] + ".tmp", "w") as pid:
             pid.write(str(os.getpid()))
         os.replace(argv[1] + ".tmp", argv[1])
-        write_all(1, b'{"jsonrpc":"2.0","method":"_ready","params":{}}\n')
         while True:
             time.sleep(3600)
     write_all(2, f"unknown mode {mode}\n".encode())
