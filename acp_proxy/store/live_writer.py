@@ -1,7 +1,7 @@
 """Writing the live part of a replay (a new episode) into a recording database.
 
 Rules:
-- When ``replay --go-live`` went live, what crossed the real agent's pipes (replay_live_io.py:
+- When ``replay --go-live`` went live, what crossed the real agent's pipes (replay/shell/:
   chunks with their monotonic times) is recorded as a connection of its own, as ``record``
   would have recorded that agent: frames cut by wire.LineSplitter, columns from
   observer.ConnectionObserver, the initialize facts, the totals, how the agent ended.

@@ -1,4 +1,4 @@
-"""``replay --to-agent`` (drive.py, drive_io.py): the recorded client played to a live agent."""
+"""``replay --to-agent`` (replay/drive.py, run by replay/shell/): the recorded client played."""
 
 from __future__ import annotations
 

@@ -23,8 +23,8 @@ from acp_proxy.protocol.acp import Direction
 from acp_proxy.replay.modes import Actions, ForClient
 from acp_proxy.replay.shell.loop import Outcome, serve
 from tests.support.fixtures_acp import V1_CONVERSATION
-from tests.support.replay_helpers import agent_bytes, client_frames, engine
 from tests.support.processes import assert_gone, wait_for_pid
+from tests.support.replay_helpers import agent_bytes, client_frames, engine
 
 FAKE = Path(__file__).resolve().parents[2] / "support" / "agents" / "fake_agent.py"
 WAIT_S = 20
@@ -165,7 +165,7 @@ def echo(conversation: Scripted, name: str, value: object) -> None:
 
 def test_frames_in_pieces_come_out_whole_and_client_eof_ends_the_run() -> None:
     def peer(client: Client) -> bytes:
-        for piece in (b'{"a":1}\n{"b"', b':2}\n', b'{"c":3}'):  # the last line has no newline
+        for piece in (b'{"a":1}\n{"b"', b":2}\n", b'{"c":3}'):  # the last line has no newline
             os.write(client.stdin, piece)
         client.close(client.stdin)
         return client.read_all()
@@ -282,7 +282,7 @@ def test_an_agent_that_stops_reading_its_stdin_breaks_nothing() -> None:
     outcome, elapsed, _ = run(conversation, agent=fake_agent("exit", "0"), agent_log=log)
     assert outcome.agent_returncode == 0
     assert "agent_stalled" not in conversation.names()
-    written = b"".join(chunk for direction, _, chunk in log if direction is Direction.CLIENT_TO_AGENT)
+    written = b"".join(chunk for side, _, chunk in log if side is Direction.CLIENT_TO_AGENT)
     assert written.startswith(b"bye\n")
     assert len(written) < 8 << 20
     assert elapsed < WAIT_S / 2
