@@ -30,13 +30,12 @@ import math
 import signal
 import time
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from acp_proxy.record.spawn import SpawnFailed
-from acp_proxy.record.tap import Tap
 from acp_proxy.replay.modes import Actions, Conversation
 from acp_proxy.replay.shell.ports import (
     AgentPort,
@@ -47,6 +46,9 @@ from acp_proxy.replay.shell.ports import (
     Log,
     Signalled,
 )
+
+if TYPE_CHECKING:  # only --record brings the tap in
+    from acp_proxy.record.tap import Tap
 
 STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 

@@ -30,7 +30,7 @@ import signal
 import stat
 import time
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import anyio
 import anyio.abc
@@ -39,9 +39,12 @@ from anyio.streams.memory import MemoryObjectSendStream
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.wire import LineSplitter
 from acp_proxy.record.spawn import spawn_failure
-from acp_proxy.record.tap import Tap
+
+if TYPE_CHECKING:  # only --record brings the tap in
+    from acp_proxy.record.tap import Tap
 
 READ_SIZE = 65536
+YIELD_AFTER = 1 << 20  # bytes written to a client that keeps up before the other tasks run
 AGENT_WRITE_SIZE = 65536  # the agent's stdin is an asyncio pipe: it buffers, then drains
 Log = Callable[[Direction, int, bytes], None]
 
@@ -142,15 +145,20 @@ class ClientPort:
 
     async def write(self) -> None:
         """Write what is queued, as the client takes it, until it is gone."""
-        pollable = True
+        pollable, unyielded = True, 0
         while True:
             while not self.pending:
+                unyielded = 0
                 await self._bell.wait()
             if pollable and not self._poll.poll(0):
+                unyielded = 0
                 try:
                     await anyio.wait_writable(self.stdout_fd)
                 except OSError:  # cannot be polled: never blocks for long
                     pollable = False
+            elif unyielded >= YIELD_AFTER:  # a client that keeps up: let the other tasks run
+                unyielded = 0
+                await anyio.lowlevel.checkpoint()
             try:
                 written = os.write(self.stdout_fd, self.pending[: self._slice])
             except BlockingIOError:
@@ -163,9 +171,9 @@ class ClientPort:
             if written:
                 del self.pending[:written]
                 self.progress = time.monotonic_ns()
+                unyielded += written
                 if not self.pending:
                     self._inbox.send_nowait(Poke())
-            await anyio.lowlevel.checkpoint()
 
 
 def _write_slice(fd: int) -> int:

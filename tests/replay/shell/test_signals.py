@@ -55,10 +55,13 @@ def read_exactly(proc: subprocess.Popen[bytes], size: int) -> bytes:
 
 def end_with(proc: subprocess.Popen[bytes], signum: int) -> tuple[int, float, bytes, bytes]:
     """Send ``signum``; the exit status, seconds until exit, the rest of stdout, and stderr."""
+    assert proc.stdout is not None
+    assert proc.stderr is not None
     start = time.monotonic()
     proc.send_signal(signum)
-    out, err = proc.communicate(timeout=WAIT_S)
-    return proc.returncode, time.monotonic() - start, out, err
+    status = proc.wait(timeout=WAIT_S)  # stdin stays open: the signal alone ends it
+    seconds = time.monotonic() - start
+    return status, seconds, proc.stdout.read(), proc.stderr.read()
 
 
 def agent(pidfile: Path, *options: str) -> list[str]:
