@@ -15,7 +15,8 @@ the client having written its ``initialize`` request at once; the rest of the co
 then sent and the output checked against the recording. ``--source NAME=DIR`` runs the
 ``acp_proxy`` package found in DIR (e.g. a worktree of another commit: "before" and "after" in
 one run, interleaved so that a noisy moment hits both); the default is this checkout. Prints
-the median, the spread, and each source's median minus the first source's.
+the median, the spread, and each source's median minus the first source's; the same for the
+CPU time (user + system, ``wait4``) of each whole run, which a busy machine disturbs less.
 """
 
 from __future__ import annotations
@@ -34,8 +35,11 @@ from tests.perf.bench_replay import A2C, C2A, conversation, write
 HERE = Path(__file__).resolve().parents[2]
 
 
-def _run(python: str, source: Path, argv: list[str], client: list[bytes], expected: bytes) -> float:
-    """Seconds from spawning ``argv`` to the first byte of its answer to ``initialize``."""
+def _run(
+    python: str, source: Path, argv: list[str], client: list[bytes], expected: bytes
+) -> tuple[float, float]:
+    """Seconds from spawning ``argv`` to the first byte of its answer to ``initialize``, and
+    the CPU seconds (user + system) of the whole process."""
     env = {**os.environ, "PYTHONPATH": str(source)}
     start = time.perf_counter()
     with subprocess.Popen(
@@ -51,10 +55,11 @@ def _run(python: str, source: Path, argv: list[str], client: list[bytes], expect
         process.stdin.write(b"".join(client[1:]))
         process.stdin.close()
         rest = process.stdout.read()
-        status = process.wait(timeout=60)
+        _, wait_status, usage = os.wait4(process.pid, 0)
+        process.returncode = status = os.waitstatus_to_exitcode(wait_status)
     if status != 0 or first + rest != expected:
         raise SystemExit(f"{source}: replay {argv} exited {status} or sent other bytes")
-    return elapsed
+    return elapsed, usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -85,19 +90,33 @@ def main() -> None:
 
         cases = {"db": plain, "cassette": plugin}
         times: dict[tuple[str, str], list[float]] = {}
+        cpu: dict[tuple[str, str], list[float]] = {}
         for n in range(args.repeat):
             for name, source in sources:
                 for case, argv in cases.items():
-                    seconds = _run(python, source, argv(n), client, expected)
+                    seconds, cpu_seconds = _run(python, source, argv(n), client, expected)
                     times.setdefault((name, case), []).append(seconds)
-        print(f"replay start-up to the first byte answering initialize, median of {args.repeat}:")
-        base = {case: statistics.median(times[sources[0][0], case]) for case in cases}
+                    cpu.setdefault((name, case), []).append(cpu_seconds)
+        print(
+            f"replay start-up to the first byte answering initialize, median of {args.repeat}"
+            f" (and the CPU time of the whole process, start-up being nearly all of it):"
+        )
+        first = sources[0][0]
         for (name, case), values in times.items():
-            median = statistics.median(values)
+            median, cpu_median = statistics.median(values), statistics.median(cpu[name, case])
             spread = f"{min(values) * 1000:.1f}..{max(values) * 1000:.1f}"
-            delta = f"  {(median - base[case]) * 1000:+.1f} ms vs {sources[0][0]}"
-            print(f"  {name:10} {case:9} {median * 1000:7.1f} ms  (min..max {spread} ms)"
-                  f"{delta if name != sources[0][0] else ''}")  # fmt: skip
+            delta = ""
+            if name != first:
+                delta = (
+                    f"  {(median - statistics.median(times[first, case])) * 1000:+.1f} ms,"
+                    f" CPU {(cpu_median - statistics.median(cpu[first, case])) * 1000:+.1f}"
+                    f" ms vs {first}"
+                )
+            print(
+                f"  {name:10} {case:9} {median * 1000:7.1f} ms  (min..max {spread} ms)"
+                f"  CPU {cpu_median * 1000:6.1f} ms{delta}"
+            )
+        print(f"load average at the end: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":
