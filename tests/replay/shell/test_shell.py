@@ -8,6 +8,7 @@ client is a thread of this test on the other ends of the pipes.
 from __future__ import annotations
 
 import fcntl
+import itertools
 import os
 import signal
 import sys
@@ -18,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.replay.modes import Actions, ForClient
@@ -176,6 +179,31 @@ def test_frames_in_pieces_come_out_whole_and_client_eof_ends_the_run() -> None:
     assert conversation.values("client_frame") == [b'{"a":1}\n', b'{"b":2}\n', b'{"c":3}']
     assert conversation.names()[-1] == "client_closed"
     assert outcome == Outcome(signal=None, agent_returncode=None)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    lines=st.lists(st.binary(max_size=300).map(lambda b: b.replace(b"\n", b"")), max_size=8),
+    tail=st.binary(max_size=50).map(lambda b: b.replace(b"\n", b"")),
+    cuts=st.lists(st.integers(min_value=0, max_value=3000), max_size=6),
+)
+def test_the_conversation_gets_the_clients_lines_whatever_the_pieces(
+    lines: list[bytes], tail: bytes, cuts: list[int]
+) -> None:
+    data = b"".join(line + b"\n" for line in lines) + tail
+    bounds = sorted({0, len(data), *(cut for cut in cuts if cut < len(data))})
+
+    def peer(client: Client) -> bytes:
+        for start, end in itertools.pairwise(bounds):
+            os.write(client.stdin, data[start:end])
+        client.close(client.stdin)
+        return client.read_all()
+
+    conversation = Scripted(react=echo)
+    _, _, (out,) = run(conversation, peer)
+    expected = [line + b"\n" for line in lines] + ([tail] if tail else [])
+    assert conversation.values("client_frame") == expected
+    assert out == data  # and what it sent went out whole, in order
 
 
 def test_a_replay_over_pipes_sends_the_recorded_bytes() -> None:
