@@ -4,7 +4,11 @@ Rules:
 - stdout carries only protocol bytes; the proxy's words (the closing summary) go to stderr.
 - Exit status: 0 when the client saw exactly the recording (less notices), 1 when anything
   diverged (mismatch, differing answer, timeout, early end), 2 on usage errors (bad options,
-  unknown REF, unreadable database): the same scheme as ``diff``.
+  unknown REF, unreadable database): the same scheme as ``diff``. A signal (SIGINT, SIGTERM,
+  SIGHUP) ends a replay as a client ends its agent, so 0 or 1 by the same scheme; it ends
+  ``--to-agent`` with 128+N, as ``record`` reports signal N (docs/replay.md, "Signals").
+- Every form runs in replay's one I/O shell (replay/shell/loop.py), imported after the
+  recorder process is forked, so that the recorder does not carry the event loop's modules.
 - REF may be a bug-report bundle or a JSONL export (bundle.py): it is read from a temporary
   database; ``--record`` still records into ``--db``.
 - Loading the recording and building the script make several objects per frame and no
@@ -142,7 +146,6 @@ def replay_command(
     from acp_proxy.replay.match import Matcher
     from acp_proxy.replay.modes import ForClient
     from acp_proxy.replay.report import exit_status, summary
-    from acp_proxy.replay.shell.loop import serve
     from acp_proxy.share.bundle import is_recording_file, recording_file_episodes
 
     scale = parse_timing(timing)
@@ -183,6 +186,8 @@ def replay_command(
         _serve_episodes(db_path, scripts, what, matcher, options, record, live, ignore)
     clock_origin = (time.monotonic_ns(), time.time_ns())
     recorder = _start_recorder(db_path, clock_origin) if record else None
+    from acp_proxy.replay.shell.loop import serve  # after the fork: the recorder stays small
+
     replay = Replay(scripts[0], matcher, options, time.monotonic_ns())
     del scripts, loaded
     serve(ForClient(replay), options.timeout_ns, _grace_ns(options.timeout_ns),
@@ -222,10 +227,11 @@ def _serve_episodes(
     from acp_proxy.replay.episodes import Episodes
     from acp_proxy.replay.modes import ForEpisodes
     from acp_proxy.replay.report import episodes_summary
-    from acp_proxy.replay.shell.loop import serve
 
     clock_origin = (time.monotonic_ns(), time.time_ns())
     recorder = _start_recorder(db_path, clock_origin) if record else None
+    from acp_proxy.replay.shell.loop import serve  # after the fork: the recorder stays small
+
     engine = Episodes(
         scripts, matcher, options, time.monotonic_ns(), live=agent is not None, ignore=ignore
     )
@@ -274,7 +280,6 @@ def _to_agent(
     from acp_proxy.replay.drive import Drive
     from acp_proxy.replay.drive import report as drive_report
     from acp_proxy.replay.modes import ForAgent
-    from acp_proxy.replay.shell.loop import serve
     from acp_proxy.share.bundle import is_recording_file, recording_file_episodes
     from acp_proxy.store.replay_reads import load
 
@@ -304,6 +309,8 @@ def _to_agent(
         drive = Drive(frames, ignore)
         clock_origin = (time.monotonic_ns(), time.time_ns())
         recorder = _start_recorder(db_path, clock_origin) if record else None
+        from acp_proxy.replay.shell.loop import serve  # after the fork: the recorder stays small
+
         mode = ForAgent(drive, timeout_ns, time.monotonic_ns())
         outcome = serve(mode, timeout_ns, _grace_ns(timeout_ns), agent_argv=argv,
                         agent_log=recorder.tap.put if recorder else None)  # fmt: skip
