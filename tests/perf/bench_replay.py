@@ -10,6 +10,8 @@ the observer and the store as ``record`` writes them. Then, per repeat:
 * ``command``: the whole ``python -m acp_proxy replay --db DB 1``, the client's three requests
   from a file on stdin and stdout to /dev/null, timed from spawn to exit (interpreter start-up,
   imports, reading the database, building the script, replaying, writing, the summary);
+* ``to-pipe``: the same command with stdout a pipe this process reads (what a client gives
+  it), so that the writes are paced by a reader;
 * its parts, in this process: ``load`` (store_replay.load_script: the SQLite query), ``build``
   (replay_script.build), ``replay`` (the engine sending every frame into memory).
 
@@ -92,6 +94,25 @@ def write(db_path: Path, exchange: list[tuple[Direction, bytes]]) -> None:
     db.close()
 
 
+def _to_pipe(stdin: Path, db: Path, expected: bytes) -> float:
+    """Seconds for the whole command, its stdout a pipe read here as fast as it comes."""
+    with stdin.open("rb") as source:
+        start = time.perf_counter()
+        with subprocess.Popen(
+            [sys.executable, "-m", "acp_proxy", "replay", "--db", str(db), "1"],
+            stdin=source, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        ) as process:  # fmt: skip
+            assert process.stdout is not None
+            got = bytearray()
+            while chunk := process.stdout.read1(1 << 20):
+                got += chunk
+            status = process.wait()
+        seconds = time.perf_counter() - start
+    assert status == 0, f"the replay exited {status}"
+    assert got == expected, "the replay did not send the recorded bytes"
+    return seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--frames", type=int, default=100_000)
@@ -106,7 +127,9 @@ def main() -> None:
         stdin = folder / "client.bin"
         stdin.write_bytes(b"".join(raw for d, raw in exchange if d is C2A))
         expected = b"".join(r for d, r in exchange if d is A2C and b'"notice"' not in r)
-        times: dict[str, list[float]] = {"command": [], "load": [], "build": [], "replay": []}
+        times: dict[str, list[float]] = {
+            "command": [], "to-pipe": [], "load": [], "build": [], "replay": []
+        }  # fmt: skip
         for _ in range(args.repeat):
             out = folder / "out.bin"
             with stdin.open("rb") as source, out.open("wb") as sink:
@@ -117,6 +140,7 @@ def main() -> None:
                 )  # fmt: skip
                 times["command"].append(time.perf_counter() - start)
             assert out.read_bytes() == expected, "the replay did not send the recorded bytes"
+            times["to-pipe"].append(_to_pipe(stdin, db, expected))
             start = time.perf_counter()
             _, frames = load_script(db, "1", None)
             times["load"].append(time.perf_counter() - start)
