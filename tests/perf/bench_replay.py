@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -104,7 +105,7 @@ def _to_pipe(stdin: Path, db: Path, expected: bytes) -> float:
         ) as process:  # fmt: skip
             assert process.stdout is not None
             got = bytearray()
-            while chunk := process.stdout.read1(1 << 20):
+            while chunk := os.read(process.stdout.fileno(), 1 << 20):
                 got += chunk
             status = process.wait()
         seconds = time.perf_counter() - start
