@@ -152,16 +152,17 @@ class Shell:
             if actions.close_agent:
                 self.agent.close_stdin()
 
-    def _timeouts(self, now: int, wake_at: int | None) -> tuple[bool, int]:
+    def _timeouts(self, now: int, wake_at: int | None) -> tuple[bool, float]:
         """Every timeout of the run, in one place (see the module rules).
 
         Acts on those that have passed; returns whether the run ends now, and the earliest
-        deadline (monotonic ns) for the loop's cancel scope. A timeout acted on no longer
-        holds, and its deadline, passed, has the loop step again at once.
+        deadline (monotonic ns; infinite when only an event can change anything) for the
+        loop's cancel scope. A timeout acted on no longer holds, and its deadline, passed, has
+        the loop step again at once.
         """
         conversation, client, agent = self.conversation, self.client, self.agent
         timeout, grace = self.timeout_ns, self.grace_ns
-        deadlines = [now + 10**9 if wake_at is None else wake_at]
+        deadlines = [] if wake_at is None else [wake_at]
         if self.signalled is not None:
             deadlines.append(self.signalled[1] + grace)
             if now >= deadlines[-1]:
@@ -181,7 +182,7 @@ class Shell:
             if now >= deadlines[-1]:
                 agent.listening = False
                 conversation.stop("the agent's output did not end after its stdin closed")
-        return False, min(deadlines)
+        return False, min(deadlines, default=math.inf)
 
     def _handle(self, event: Event) -> None:
         conversation = self.conversation
