@@ -5,6 +5,7 @@ Rules:
 - A message is written with one ``os.write`` so lines from the proxy, its recorder process and
   the agent's forwarded stderr do not interleave mid-line.
 - Imports nothing heavy: it is used before the command line loads.
+- A message is one line: recorded text quoted in it is made visible first (never raw escapes).
 """
 
 from __future__ import annotations
@@ -18,6 +19,14 @@ Reporter = Callable[[str], None]
 
 
 def report(message: str) -> None:
-    """Say something on stderr as the proxy."""
+    """Say something on stderr as the proxy, on one line whatever the message holds.
+
+    Messages can quote recorded text (a method name, a replay divergence): control
+    characters are shown as escapes (``inspect.render.terminal.visible``), never sent raw.
+    """
+    if not message.isprintable():
+        from acp_proxy.inspect.render.terminal import visible
+
+        message = visible(message)
     with contextlib.suppress(OSError):  # nowhere left to say it
         os.write(2, f"acp-proxy: {message}\n".encode(errors="replace"))

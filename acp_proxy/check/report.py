@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from acp_proxy.check.engine import RULES, Finding, RuleInfo
+from acp_proxy.inspect.render.terminal import visible
 from acp_proxy.protocol.diffing import Diff, Item
 
 _INFO: dict[str, RuleInfo] = {info.id: info for info in RULES}
@@ -41,7 +42,7 @@ class Checked:
 def finding_line(finding: Finding) -> str:
     where = f"connection {finding.connection_id} " if finding.connection_id is not None else ""
     frame = f"#{finding.seq} {finding.direction}" if finding.seq is not None else "end"
-    return f"{where}{frame}: {finding.severity} {finding.rule}: {finding.message}"
+    return f"{where}{frame}: {finding.severity} {finding.rule}: {visible(finding.message)}"
 
 
 def _summary(checked: Sequence[Checked]) -> dict[str, int]:
@@ -135,7 +136,7 @@ def _show(item: Item | None, width: int = 160) -> str:
     if item is None:
         return "(nothing: the recording ends here)"
     text = item.text if len(item.text) <= width else item.text[: width - 1] + "…"
-    return f"#{item.seq} {text}"
+    return f"#{item.seq} {visible(text)}"
 
 
 def render_diff_text(diff: Diff, names: tuple[str, str]) -> str:
@@ -147,8 +148,8 @@ def render_diff_text(diff: Diff, names: tuple[str, str]) -> str:
              f"({counts} messages A/B)"]  # fmt: skip
     for item in d.context:
         lines.append(f"    {_show(item)}")
-    lines.append(f"  A {names[0]} {_show(d.a)}")
-    lines.append(f"  B {names[1]} {_show(d.b)}")
+    lines.append(f"  A {visible(names[0])} {_show(d.a)}")
+    lines.append(f"  B {visible(names[1])} {_show(d.b)}")
     if d.path is not None:
         lines.append(f"  first difference at {d.path}")
     return "\n".join(lines) + "\n"
