@@ -8,6 +8,8 @@ Rules:
   the rule found something (``type`` is the severity); XML-invalid characters from peer
   content are replaced, so CI parsers accept the file.
 - ``finding_line`` is the one-line form for ``record --check`` on stderr.
+- Recorded text in a report is made visible (``terminal.visible``; in JSON, ``json_visible``
+  keeps the value): reports go to terminals.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 import orjson
 
 from acp_proxy.check.engine import RULES, Finding, RuleInfo
-from acp_proxy.inspect.render.terminal import visible
+from acp_proxy.inspect.render.terminal import json_visible, visible
 from acp_proxy.protocol.diffing import Diff, Item
 
 _INFO: dict[str, RuleInfo] = {info.id: info for info in RULES}
@@ -87,11 +89,11 @@ def render_json(checked: Sequence[Checked], rules: Sequence[str], schemas: str |
         ],
         "summary": _summary(checked),
     }  # fmt: skip
-    return orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n"
+    return json_visible(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode()) + "\n"
 
 
 def _clean(text: str) -> str:
-    return _XML_INVALID.sub("\ufffd", text)
+    return _XML_INVALID.sub("\ufffd", visible(text, lines=True))
 
 
 def render_junit(checked: Sequence[Checked], rules: Sequence[str]) -> str:
@@ -168,4 +170,4 @@ def render_diff_json(diff: Diff) -> str:
             "path": d.path, "context": [item(c) for c in d.context],
         },
     }  # fmt: skip
-    return orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n"
+    return json_visible(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode()) + "\n"
