@@ -5,7 +5,8 @@ Rules:
 - A message is written with one ``os.write`` so lines from the proxy, its recorder process and
   the agent's forwarded stderr do not interleave mid-line.
 - Imports nothing heavy: it is used before the command line loads.
-- A message is one line: recorded text quoted in it is made visible first (never raw escapes).
+- Recorded text quoted in a message is made visible first (control characters as escapes,
+  newlines kept for the few messages that are a paragraph of lines): never raw escapes.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ Reporter = Callable[[str], None]
 
 
 def report(message: str) -> None:
-    """Say something on stderr as the proxy, on one line whatever the message holds.
+    """Say something on stderr as the proxy.
 
     Messages can quote recorded text (a method name, a replay divergence): control
     characters are shown as escapes (``inspect.render.terminal.visible``), never sent raw.
@@ -27,6 +28,6 @@ def report(message: str) -> None:
     if not message.isprintable():
         from acp_proxy.inspect.render.terminal import visible
 
-        message = visible(message)
+        message = visible(message, lines=True)
     with contextlib.suppress(OSError):  # nowhere left to say it
         os.write(2, f"acp-proxy: {message}\n".encode(errors="replace"))
