@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from acp_proxy.check.schema_files import cache_root
 from tests.support.fixtures_acp import V1_CONVERSATION
 from tests.support.helpers import write_recording
+from tests.support.schemas import installed_schemas
 
 READERS = [
     ["show"], ["import"], ["replay"], ["check", "--ignore", "ACP000"], ["redact", "--verify"],
@@ -209,9 +209,7 @@ def test_redact_verify_calls_nothing_but_an_export_or_bundle_clean(tmp_path: Pat
 def test_a_bundle_after_schemas_fetch_records_their_version_not_their_folder(
     tmp_path: Path,
 ) -> None:
-    installed = cache_root() / "2.4.0"
-    if not (installed / "SOURCE.json").is_file():
-        pytest.skip("run .ci/install-schemas (acp-proxy schemas fetch)")
+    installed = installed_schemas()  # as `schemas fetch` (.ci/install-schemas) left them
     home = tmp_path / "home" / "alice"
     schemas = home / ".cache" / "acp-proxy" / "schemas" / "2.4.0"
     shutil.copytree(installed, schemas)
