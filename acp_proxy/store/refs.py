@@ -3,9 +3,9 @@
 Rules:
 - A REF is, in this order: a recording file on disk (a JSONL export, a cassette of several
   episodes, a capture of another tool, a bug-report bundle: recording_files.py, importer.py),
-  imported into a temporary database that
-  is removed when the process exits; else a connection of the database (``--db``): ``last``
-  (the default), a connection id, a uid, a label or a session id.
+  imported into a temporary database that is removed when the process exits; else a
+  connection of the database (``--db``): ``last`` (the default), a connection id, a uid, a
+  label or a session id.
 - One set of messages, all ``BadReference`` (the command line: one line, exit 2): the database
   is missing, is not a recording database, or holds nothing yet; no connection matches; a REF
   written as a path (a folder separator, a recording file suffix) names no file; the file is a
@@ -132,9 +132,7 @@ def _scope(db: sqlite3.Connection, connection_id: int, session_ref: str | None) 
     return Scope(connection_id, session, row[0], row[1])
 
 
-def import_temporary(
-    lines: Iterable[bytes], label: str | None = None
-) -> tuple[Path, list[int]]:
+def import_temporary(lines: Iterable[bytes], label: str | None = None) -> tuple[Path, list[int]]:
     """Import export (or capture) lines into a fresh temporary database, removed at exit.
 
     ``label`` names a capture of another tool that carries no label of its own.

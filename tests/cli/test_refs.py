@@ -93,7 +93,7 @@ def test_a_file_that_is_no_export_is_refused(recorded: Path, tmp_path: Path) -> 
     notes = tmp_path / "notes.jsonl"
     notes.write_text('{"hello": 1}\n')
     said = one_line(acp_proxy("show", str(notes), "--db", str(recorded)))
-    assert said.startswith(f"acp-proxy: {notes}: not a recording file: not an acp-proxy JSONL")
+    assert said.startswith(f"acp-proxy: {notes}: not a recording file: not an acp-proxy export")
 
 
 def _damaged(tmp_path: Path) -> Path:
