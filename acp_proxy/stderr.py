@@ -5,6 +5,8 @@ Rules:
 - A message is written with one ``os.write`` so lines from the proxy, its recorder process and
   the agent's forwarded stderr do not interleave mid-line.
 - Imports nothing heavy: it is used before the command line loads.
+- Recorded text quoted in a message is made visible first (control characters as escapes,
+  newlines kept for the few messages that are a paragraph of lines): never raw escapes.
 """
 
 from __future__ import annotations
@@ -18,6 +20,14 @@ Reporter = Callable[[str], None]
 
 
 def report(message: str) -> None:
-    """Say something on stderr as the proxy."""
+    """Say something on stderr as the proxy.
+
+    Messages can quote recorded text (a method name, a replay divergence): control
+    characters are shown as escapes (``inspect.render.terminal.visible``), never sent raw.
+    """
+    if not message.isprintable():
+        from acp_proxy.inspect.render.terminal import visible
+
+        message = visible(message, lines=True)
     with contextlib.suppress(OSError):  # nowhere left to say it
         os.write(2, f"acp-proxy: {message}\n".encode(errors="replace"))

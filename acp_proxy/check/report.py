@@ -8,6 +8,8 @@ Rules:
   the rule found something (``type`` is the severity); XML-invalid characters from peer
   content are replaced, so CI parsers accept the file.
 - ``finding_line`` is the one-line form for ``record --check`` on stderr.
+- Recorded text in a report is made visible (``terminal.visible``; in JSON, ``json_visible``
+  keeps the value): reports go to terminals.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 import orjson
 
 from acp_proxy.check.engine import RULES, Finding, RuleInfo
+from acp_proxy.inspect.render.terminal import json_visible, visible
 from acp_proxy.protocol.diffing import Diff, Item
 
 _INFO: dict[str, RuleInfo] = {info.id: info for info in RULES}
@@ -41,7 +44,7 @@ class Checked:
 def finding_line(finding: Finding) -> str:
     where = f"connection {finding.connection_id} " if finding.connection_id is not None else ""
     frame = f"#{finding.seq} {finding.direction}" if finding.seq is not None else "end"
-    return f"{where}{frame}: {finding.severity} {finding.rule}: {finding.message}"
+    return f"{where}{frame}: {finding.severity} {finding.rule}: {visible(finding.message)}"
 
 
 def _summary(checked: Sequence[Checked]) -> dict[str, int]:
@@ -86,11 +89,11 @@ def render_json(checked: Sequence[Checked], rules: Sequence[str], schemas: str |
         ],
         "summary": _summary(checked),
     }  # fmt: skip
-    return orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n"
+    return json_visible(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode()) + "\n"
 
 
 def _clean(text: str) -> str:
-    return _XML_INVALID.sub("\ufffd", text)
+    return _XML_INVALID.sub("\ufffd", visible(text, lines=True))
 
 
 def render_junit(checked: Sequence[Checked], rules: Sequence[str]) -> str:
@@ -135,7 +138,7 @@ def _show(item: Item | None, width: int = 160) -> str:
     if item is None:
         return "(nothing: the recording ends here)"
     text = item.text if len(item.text) <= width else item.text[: width - 1] + "…"
-    return f"#{item.seq} {text}"
+    return f"#{item.seq} {visible(text)}"
 
 
 def render_diff_text(diff: Diff, names: tuple[str, str]) -> str:
@@ -147,8 +150,8 @@ def render_diff_text(diff: Diff, names: tuple[str, str]) -> str:
              f"({counts} messages A/B)"]  # fmt: skip
     for item in d.context:
         lines.append(f"    {_show(item)}")
-    lines.append(f"  A {names[0]} {_show(d.a)}")
-    lines.append(f"  B {names[1]} {_show(d.b)}")
+    lines.append(f"  A {visible(names[0])} {_show(d.a)}")
+    lines.append(f"  B {visible(names[1])} {_show(d.b)}")
     if d.path is not None:
         lines.append(f"  first difference at {d.path}")
     return "\n".join(lines) + "\n"
@@ -167,4 +170,4 @@ def render_diff_json(diff: Diff) -> str:
             "path": d.path, "context": [item(c) for c in d.context],
         },
     }  # fmt: skip
-    return orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n"
+    return json_visible(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode()) + "\n"

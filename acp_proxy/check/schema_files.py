@@ -148,3 +148,41 @@ def load_book(explicit: Path | None, environ: Mapping[str, str] = os.environ) ->
         return SchemaBook(documents, str(folder))
     except (SchemaError, ValueError) as error:
         raise SchemasUnavailable(f"cannot compile the schemas in {folder}: {error}") from error
+
+
+def origin(folder: Path) -> dict[str, Any]:
+    """Which schemas a folder holds, never where it is: package, version and file digests.
+
+    A folder installed by ``schemas fetch`` says it in its ``SOURCE.json``; any other folder
+    (``--schema-dir``) is described by the digests of its schema files. Bug-report bundles
+    record this, since a path names the user and their machine.
+    """
+    recorded = folder / "SOURCE.json"
+    with_source: Any = None
+    if recorded.is_file():
+        try:
+            with_source = orjson.loads(recorded.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            with_source = None
+    if isinstance(with_source, dict) and isinstance(with_source.get("files"), dict):
+        return {
+            "package": str(with_source.get("package", PACKAGE)),
+            "version": str(with_source.get("version", "unknown")),
+            "tarball_sha256": with_source.get("tarball_sha256"),
+            "files": {str(k): str(v) for k, v in with_source["files"].items()},
+        }
+    files = {}
+    for version in VERSIONS:
+        for name in SCHEMA_FILES.values():
+            path = folder / f"v{version}" / name
+            if path.is_file():
+                files[f"v{version}/{name}"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return {"package": None, "version": None, "files": files}
+
+
+def origin_text(described: dict[str, Any]) -> str:
+    """``origin`` in a few words: ``@agentclientprotocol/sdk 2.4.0`` or the files' digests."""
+    if described.get("package"):
+        return f"{described['package']} {described['version']}"
+    digests = ", ".join(f"{name} {digest[:12]}" for name, digest in described["files"].items())
+    return f"schemas given with --schema-dir ({digests})"

@@ -23,7 +23,7 @@ from acp_proxy.check.schema_files import (
     cache_root,
     installed,
 )
-from acp_proxy.cli.main import db_option, report, resolve_db
+from acp_proxy.cli.main import db_option, open_ref, report, resolve_db
 from acp_proxy.errors import AcpProxyError
 
 EXIT_FOUND, EXIT_USAGE = 1, 2
@@ -63,9 +63,8 @@ def check(
     from acp_proxy.check.engine import Checker, select_rules
     from acp_proxy.check.report import Checked, render_json, render_junit, render_text
     from acp_proxy.check.schema_files import load_book
-    from acp_proxy.share.bundle import is_recording_file, open_recording_episodes
-    from acp_proxy.store.database import connect
     from acp_proxy.store.frames import all_connections, frames, scope
+    from acp_proxy.store.refs import open_database
 
     try:
         rules = select_rules(select, ignore)
@@ -73,16 +72,13 @@ def check(
         raise click.BadParameter(str(error), param_hint="--select/--ignore") from error
     try:
         book = load_book(schema_dir) if "ACP000" in rules else None
-        files = [ref for ref in refs if is_recording_file(ref)]  # bundles or JSONL exports
-        opened = [open_recording_episodes(ref) for ref in files]  # every episode of each
-        refs = tuple(ref for ref in refs if ref not in files)
-        targets = [(d, scope(d, str(cid))) for d, ids in opened for cid in ids]
-        if every or refs or not files:
-            database = connect(resolve_db(db), create=False, readonly=True)
+        targets = []
+        for ref in refs if refs or every else (None,):
+            opened = open_ref(db, ref, episodes=True)  # a file: every episode of it
+            targets += [(opened.db, target) for target in opened.targets]
         if every:
+            database = open_database(resolve_db(db))
             targets += [(database, scope(database, str(c))) for c in all_connections(database)]
-        elif refs or not files:
-            targets += [(database, scope(database, ref)) for ref in refs or (None,)]
         checked = []
         for database, target in targets:
             checker = Checker(
@@ -133,16 +129,16 @@ def diff(
 ) -> None:  # fmt: skip
     """Compare two recordings (or sessions) message by message; show the first divergence.
 
-    A and B are REFs (connection id, session id, label, `last`); a session id compares that
-    session's frames only. Ids, session and message ids, timestamps and trace context are
-    normalized first (see docs/diff.md); each direction is compared in its own order. Exits 1
+    A and B are REFs (connection id, session id, label, `last`, or a bug-report bundle or
+    JSONL export file); a session id compares that session's frames only. Ids, session and
+    message ids, timestamps and trace context are normalized first (see docs/diff.md); each
+    direction is compared in its own order. Exits 1
     when they differ, 0 when they are the same, 2 on usage errors.
     """
     from acp_proxy.check.report import render_diff_json, render_diff_text
     from acp_proxy.protocol.diffing import compare, items
     from acp_proxy.protocol.normalize import parse_path
-    from acp_proxy.store.database import connect
-    from acp_proxy.store.frames import frames, scope
+    from acp_proxy.store.frames import frames
 
     for path in ignore:
         try:
@@ -151,10 +147,9 @@ def diff(
             raise click.BadParameter(str(error), param_hint="--ignore") from error
     try:
         sides = []
-        for ref, db_path in ((ref_a, resolve_db(db)), (ref_b, other_db or resolve_db(db))):
-            database = connect(db_path, create=False, readonly=True)
-            target = scope(database, ref, sessions=True)
-            sides.append(items(frames(database, target), strict=strict, ignore=ignore))
+        for ref, db_path in ((ref_a, db), (ref_b, other_db or db)):
+            opened = open_ref(db_path, ref, sessions=True)
+            sides.append(items(frames(opened.db, opened.target), strict=strict, ignore=ignore))
     except AcpProxyError as error:
         _fail(error)
     result = compare(sides[0], sides[1])

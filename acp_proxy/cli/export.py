@@ -21,11 +21,10 @@ import click
 import orjson
 
 from acp_proxy.cli.inspect import quiet_pipe
-from acp_proxy.cli.main import db_option, resolve_db
+from acp_proxy.cli.main import db_option, open_ref, resolve_db
 from acp_proxy.errors import AcpProxyError
 from acp_proxy.inspect import export as exporting
 from acp_proxy.store import readers as store_read
-from acp_proxy.store.database import resolve_ref
 
 EXTENSIONS = {".jsonl": "jsonl", ".md": "markdown", ".markdown": "markdown", ".html": "html"}
 BAR_FROM = 5_000  # frames (or bytes / 200) below which no bar is worth showing
@@ -65,13 +64,8 @@ def export_command(
     if redact:
         _export_redacted(db, ref, fmt, output)
         return
-    from acp_proxy.share.bundle import is_recording_file, open_recording_file
-
-    if ref is not None and is_recording_file(ref):
-        database, connection_id = open_recording_file(ref)
-    else:
-        database = store_read.open_for_reading(resolve_db(db))
-        connection_id = resolve_ref(database, ref)
+    opened = open_ref(db, ref)
+    database, connection_id = opened.db, opened.connection_id
     frames = store_read.connection(database, connection_id).frames
     with progress_bar(frames, f"exporting connection {connection_id}") as progress:
         if output is None:
@@ -92,11 +86,12 @@ def _export_redacted(db: Path | None, ref: str | None, fmt: str, output: Path | 
     import io
 
     from acp_proxy.cli.share import redacted_jsonl, refuse, write_output
-    from acp_proxy.share.bundle import import_temporary
+    from acp_proxy.store.refs import import_temporary
 
     data, _, leaks = redacted_jsonl(db, ref, drop_contents=False, env_file=None)
     if fmt != "jsonl":
-        database, connection_id = import_temporary(iter(io.BytesIO(data)))
+        db_path, (connection_id, *_) = import_temporary(iter(io.BytesIO(data)))
+        database = store_read.open_for_reading(db_path)
         rendered = io.BytesIO()
         exporting.export(database, connection_id, fmt, rendered)
         data = rendered.getvalue()
@@ -142,14 +137,10 @@ def import_command(db: Path | None, file: Path) -> None:
 
     from acp_proxy.store.importer import import_jsonl
 
-    if zipfile.is_zipfile(file):  # a bug-report bundle: its frames.jsonl
-        from acp_proxy.share.bundle import FRAMES_MEMBER
+    if zipfile.is_zipfile(file) or file.suffix in (".acpbundle", ".zip"):  # its frames.jsonl
+        from acp_proxy.store.recording_files import frames_lines
 
-        try:
-            with zipfile.ZipFile(file) as bundle, bundle.open(FRAMES_MEMBER) as member:
-                connection_ids = import_jsonl(db_path, member)
-        except KeyError as error:
-            raise AcpProxyError(f"{file} is not an acp-proxy bundle: {error}") from error
+        connection_ids = import_jsonl(db_path, frames_lines(file))
         click.echo(f"imported {file} as {_connections(connection_ids)} in {db_path}")
         return
     bar = progress_bar(file.stat().st_size // 200, f"importing {file.name}")

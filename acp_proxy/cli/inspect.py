@@ -1,8 +1,9 @@
 """Reading commands: ``ls``, ``show``, ``tail`` and ``stats``. Wiring only.
 
 Rules:
-- Recordings are opened read-only; a missing database or an unknown REF is one line on stderr
-  and exit status 1 (``AcpProxyError``, reported by cli.py).
+- Recordings are opened read-only by the REF opener (store/refs.py); a missing or unusable
+  database, file or REF is one line on stderr and exit status 2 (reported by cli/main.py).
+- Recorded text reaches the terminal only through ``terminal.visible`` (the renderers call it).
 - Output streams: each frame line is written as soon as it is read, so the first page of a
   huge recording shows at once; a closed pipe (``| head``) ends the command quietly.
 - Colour only on a terminal (``click.echo`` strips it otherwise).
@@ -21,7 +22,8 @@ from typing import Any, TypeVar
 import click
 import orjson
 
-from acp_proxy.cli.main import db_option, resolve_db
+from acp_proxy.cli.main import db_option, open_ref, resolve_db
+from acp_proxy.inspect.render.terminal import json_visible, visible
 from acp_proxy.inspect.render.text import (
     STATS_HEADER,
     connection_line,
@@ -33,10 +35,11 @@ from acp_proxy.inspect.render.text import (
     turn_stats,
 )
 from acp_proxy.store import readers as store_read
-from acp_proxy.store.database import resolve_ref
 from acp_proxy.store.values import FrameRow
 
 F = TypeVar("F", bound=Callable[..., Any])
+MAX_INT = 2**63 - 1  # what SQLite holds: larger numbers are refused as options
+MAX_SECONDS = 10**6
 
 
 @contextlib.contextmanager
@@ -82,12 +85,8 @@ def output_options(function: F) -> F:
 
 
 def _open(db: Path | None, ref: str | None) -> tuple[Any, int]:
-    from acp_proxy.share.bundle import is_recording_file, open_recording_file
-
-    if ref is not None and is_recording_file(ref):  # a bug-report bundle or a JSONL export
-        return open_recording_file(ref)
-    database = store_read.open_for_reading(resolve_db(db))
-    return database, resolve_ref(database, ref)
+    opened = open_ref(db, ref)
+    return opened.db, opened.connection_id
 
 
 def _writer(fmt: str, first_ns: int | None) -> Callable[[FrameRow], None]:
@@ -111,8 +110,8 @@ def _writer(fmt: str, first_ns: int | None) -> Callable[[FrameRow], None]:
 
 @click.command("ls")
 @db_option
-@click.option("-n", "--limit", type=click.IntRange(min=1), default=20, show_default=True,
-              help="How many of the newest connections to list.")  # fmt: skip
+@click.option("-n", "--limit", type=click.IntRange(min=1, max=MAX_INT), default=20,
+              show_default=True, help="How many of the newest connections to list.")  # fmt: skip
 @click.option("--all", "show_all", is_flag=True, help="List every connection.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per connection.")
 def ls_command(db: Path | None, limit: int, show_all: bool, as_json: bool) -> None:
@@ -139,11 +138,11 @@ def ls_command(db: Path | None, limit: int, show_all: bool, as_json: bool) -> No
                     "errors": counts.errors, "malformed": counts.malformed,
                     "sessions": [s for s, _ in counts.sessions],
                 }  # fmt: skip
-                click.echo(orjson.dumps(record).decode())
+                click.echo(json_visible(orjson.dumps(record).decode()))
                 continue
             click.echo(connection_line(row, counts.frames, counts.prompts, counts.errors, ended))
             for session_id, prompts in counts.sessions:
-                click.echo(f"       session {session_id}  {prompts} turns")
+                click.echo(f"       session {visible(str(session_id))}  {prompts} turns")
 
 
 @click.command("show")
@@ -151,8 +150,10 @@ def ls_command(db: Path | None, limit: int, show_all: bool, as_json: bool) -> No
 @click.argument("ref", required=False)
 @filter_options
 @output_options
-@click.option("--from", "from_seq", type=int, default=0, help="Start after this seq.")
-@click.option("-n", "--limit", type=click.IntRange(min=1), help="Show at most N frames.")
+@click.option("--from", "from_seq", type=click.IntRange(min=-MAX_INT, max=MAX_INT), default=0,
+              help="Start after this seq.")  # fmt: skip
+@click.option("-n", "--limit", type=click.IntRange(min=1, max=MAX_INT),
+              help="Show at most N frames.")  # fmt: skip
 def show_command(
     db: Path | None, ref: str | None, fmt: str, from_seq: int, limit: int | None, **filters: Any
 ) -> None:
@@ -179,10 +180,11 @@ def show_command(
 @click.argument("ref", required=False)
 @filter_options
 @output_options
-@click.option("-n", "--lines", type=click.IntRange(min=0), default=10, show_default=True,
-              help="How many of the last frames to show first.")  # fmt: skip
+@click.option("-n", "--lines", type=click.IntRange(min=0, max=MAX_INT), default=10,
+              show_default=True, help="How many of the last frames to show first.")  # fmt: skip
 @click.option("-f", "--follow", is_flag=True, help="Keep showing new frames until the agent exits.")
-@click.option("--interval", type=click.FloatRange(min=0.01), default=0.2, show_default=True,
+@click.option("--interval", type=click.FloatRange(min=0.01, max=MAX_SECONDS), default=0.2,
+              show_default=True,
               help="Seconds between looks at the database while following.")  # fmt: skip
 def tail_command(
     db: Path | None, ref: str | None, fmt: str, lines: int, follow: bool, interval: float,
@@ -241,7 +243,7 @@ def stats_command(db: Path | None, ref: str | None, as_json: bool) -> None:
         if as_json:
             for turn in turns:
                 record = turn_record(turn)
-                click.echo(orjson.dumps(record).decode())
+                click.echo(json_visible(orjson.dumps(record).decode()))
             return
         if not turns:
             click.echo(f"connection {connection_id} has no prompt turns")

@@ -12,17 +12,22 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from acp_proxy import __version__
-from acp_proxy.errors import AcpProxyError
+from acp_proxy.errors import AcpProxyError, BadReference
 from acp_proxy.paths import DB_ENV, default_db_path
 from acp_proxy.record.spawn import DEFAULT_GRACE
 from acp_proxy.stderr import report
 
-__all__ = ["LAZY_COMMANDS", "db_option", "main", "report", "resolve_db"]
+if TYPE_CHECKING:
+    from acp_proxy.store.refs import Opened
+
+__all__ = ["EXIT_USAGE", "LAZY_COMMANDS", "db_option", "main", "open_ref", "report", "resolve_db"]
+
+EXIT_USAGE = 2
 
 F = TypeVar("F")
 
@@ -49,8 +54,10 @@ LAZY_COMMANDS: dict[str, str] = {
 class _Commands(click.Group):
     """The top-level group.
 
-    Turns acp-proxy's own errors into one line on stderr and exit status 1, and loads the
-    commands of ``LAZY_COMMANDS`` on first use.
+    Turns acp-proxy's own errors into one line on stderr: exit status 2 for a REF (or its
+    database or file) that cannot be used, like every usage error, 1 for other trouble. A
+    database that turns out damaged while it is read is such a REF too. Loads the commands of
+    ``LAZY_COMMANDS`` on first use.
     """
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -69,11 +76,22 @@ class _Commands(click.Group):
         return command
 
     def invoke(self, ctx: click.Context) -> Any:
+        from acp_proxy.store.failures import unreadable
+
         try:
             return super().invoke(ctx)
+        except BadReference as error:
+            report(str(error))
+            ctx.exit(EXIT_USAGE)
         except AcpProxyError as error:
             report(str(error))
             ctx.exit(1)
+        except Exception as error:
+            damaged = unreadable(error)
+            if damaged is None:
+                raise
+            report(str(damaged))
+            ctx.exit(EXIT_USAGE)
 
 
 def _db_option() -> click.Option:
@@ -97,6 +115,15 @@ def db_option(function: F) -> F:
 
 def resolve_db(db: Path | None) -> Path:
     return db if db is not None else default_db_path()
+
+
+def open_ref(
+    db: Path | None, ref: str | None, *, episodes: bool = False, sessions: bool = False
+) -> Opened:
+    """The REF opener (store/refs.py) for a command's ``--db`` and REF argument."""
+    from acp_proxy.store.refs import open_ref as opener
+
+    return opener(ref, resolve_db(db), episodes=episodes, sessions=sessions)
 
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
@@ -174,7 +201,8 @@ def demo(db: Path | None, label: str, prompts: tuple[str, ...]) -> None:
     from acp_proxy.demo import AGENT_MODULE
     from acp_proxy.demo.client import run_demo_client
     from acp_proxy.inspect.summary import render_summary
-    from acp_proxy.store.database import connect, resolve_ref, summarize
+    from acp_proxy.store.database import connect, summarize
+    from acp_proxy.store.refs import resolve_ref
 
     db_path = resolve_db(db)
     agent = [sys.executable, "-m", AGENT_MODULE]

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 import click
 
 from acp_proxy import __version__
-from acp_proxy.cli.main import db_option, report, resolve_db
+from acp_proxy.cli.main import db_option, open_ref, report, resolve_db
 from acp_proxy.errors import AcpProxyError
 from acp_proxy.protocol.acp import Direction
 
@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     from acp_proxy.replay.script import Script
 
 EXIT_DIVERGED, EXIT_USAGE = 1, 2
+MIN_FACTOR, MAX_FACTOR = 1e-6, 1e6
+MAX_SECONDS = 10**6  # longer waits are refused as options (their nanoseconds must fit 64 bits)
 FLUSH_DEADLINE = 30.0
 
 
@@ -64,9 +66,12 @@ def parse_timing(text: str) -> float | None:
             factor = float(text[1:])
         except ValueError:
             factor = 0.0
-        if factor > 0 and factor != float("inf"):
+        if MIN_FACTOR <= factor <= MAX_FACTOR:
             return 1.0 / factor
-    raise click.BadParameter(f"{text!r}: use asap, recorded or xN (e.g. x2, x0.5)")
+    raise click.BadParameter(
+        f"{text!r}: use asap, recorded or xN (e.g. x2, x0.5; N from {MIN_FACTOR:g} to "
+        f"{MAX_FACTOR:g})"
+    )
 
 
 @click.command(name="replay")
@@ -80,7 +85,7 @@ def parse_timing(text: str) -> float | None:
     "as fast as recorded.",
 )  # fmt: skip
 @click.option(
-    "--max-gap", type=click.FloatRange(min=0), metavar="SECONDS",
+    "--max-gap", type=click.FloatRange(min=0, max=MAX_SECONDS), metavar="SECONDS",
     help="Cap every recorded gap at this many seconds.",
 )  # fmt: skip
 @click.option(
@@ -105,7 +110,8 @@ def parse_timing(text: str) -> float | None:
     "it live; with --record the live part is recorded as a new connection.",
 )  # fmt: skip
 @click.option(
-    "--timeout", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True,
+    "--timeout", type=click.FloatRange(min=0, max=MAX_SECONDS, min_open=True), default=30.0,
+    show_default=True,
     metavar="SECONDS", help="Longest wait for any message the client is expected to send.",
 )  # fmt: skip
 def replay_command(
@@ -146,14 +152,13 @@ def replay_command(
     from acp_proxy.replay.match import Matcher
     from acp_proxy.replay.modes import ForClient
     from acp_proxy.replay.report import exit_status, summary
-    from acp_proxy.share.bundle import is_recording_file, recording_file_episodes
 
     scale = parse_timing(timing)
     try:
         matcher = Matcher(ignore)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--ignore") from error
-    db_path = source = resolve_db(db)
+    db_path = resolve_db(db)
     options = Options(
         scale=scale,
         max_gap_ns=None if max_gap is None else int(max_gap * 1e9),
@@ -164,13 +169,14 @@ def replay_command(
     gc.disable()  # see the module rules
     try:
         try:
-            episodes = [ref]
-            if is_recording_file(ref):  # a bug-report bundle or a JSONL export
-                source, ids = recording_file_episodes(ref)
-                episodes = [str(i) for i in ids]
-            if len(episodes) > 1 and session:
+            opened = open_ref(db, ref, episodes=True, sessions=True)
+            opened.db.close()
+            if len(opened.targets) > 1 and session:
                 raise click.UsageError("--session needs a recording of a single episode")
-            loaded = [_script(source, episode, session, matcher) for episode in episodes]
+            loaded = [
+                _script(opened.path, str(t.connection_id), session or t.session_id, matcher)
+                for t in opened.targets
+            ]
         except AcpProxyError as error:
             report(str(error))
             sys.exit(EXIT_USAGE)
@@ -280,7 +286,6 @@ def _to_agent(
     from acp_proxy.replay.drive import Drive
     from acp_proxy.replay.drive import report as drive_report
     from acp_proxy.replay.modes import ForAgent
-    from acp_proxy.share.bundle import is_recording_file, recording_file_episodes
     from acp_proxy.store.replay_reads import load
 
     if not argv:
@@ -290,13 +295,11 @@ def _to_agent(
             parse_path(path)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--ignore") from error
-    db_path = source = resolve_db(db)
-    refs = [ref]
+    db_path = resolve_db(db)
     try:
-        if is_recording_file(ref):
-            source, ids = recording_file_episodes(ref)
-            refs = [str(i) for i in ids]
-        loaded = [load(source, episode) for episode in refs]
+        opened = open_ref(db, ref, episodes=True)
+        opened.db.close()
+        loaded = [load(opened.path, str(t.connection_id)) for t in opened.targets]
     except AcpProxyError as error:
         report(str(error))
         sys.exit(EXIT_USAGE)

@@ -9,7 +9,8 @@ Rules:
 - ``--verify FILE`` only scans: exit 1 listing what still looks secret, 0 when clean.
 - Files are created readable by their owner only; the placeholder map goes only to
   ``--keep-map FILE``, never into the shared output.
-- Errors are ``AcpProxyError``: one line on stderr, exit status 1.
+- Errors are ``AcpProxyError``: one line on stderr, exit status 1; an unusable REF or
+  ``--verify`` file (not a bundle or export, damaged): exit status 2.
 """
 
 from __future__ import annotations
@@ -21,25 +22,13 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.main import db_option, report, resolve_db
+from acp_proxy.cli.main import db_option, open_ref, report
 from acp_proxy.errors import AcpProxyError
-from acp_proxy.store import readers as store_read
 
 ENV_FILE_HELP = (
     "Also treat the secret-looking variables of this file (KEY=VALUE lines, e.g. the agent's "
     ".env) as secrets. The current environment is always used."
 )
-
-
-def open_ref(db: Path | None, ref: str | None) -> tuple[store_read.Database, int]:
-    """A REF that is a bundle or export file, or a recording in the database."""
-    from acp_proxy.share.bundle import is_recording_file, open_recording_file
-    from acp_proxy.store.database import resolve_ref
-
-    if ref is not None and is_recording_file(ref):
-        return open_recording_file(ref)
-    database = store_read.open_for_reading(resolve_db(db))
-    return database, resolve_ref(database, ref)
 
 
 def refuse(leaks: list[object], force: bool, what: str) -> None:
@@ -62,7 +51,8 @@ def redacted_jsonl(
     from acp_proxy.share.redaction_io import finder_for, redacted_export
     from acp_proxy.share.verify import Verifier
 
-    database, connection_id = open_ref(db, ref)
+    opened = open_ref(db, ref)
+    database, connection_id = opened.db, opened.connection_id
     finder = finder_for(os.environ, env_file)
     redactor = Redactor(finder, drop_contents=drop_contents)
     out = io.BytesIO()
@@ -125,8 +115,10 @@ def _verify(path: Path, env_file: Path | None, ref: str | None) -> None:
     if ref is not None:
         raise click.UsageError("give either REF (to redact) or --verify FILE, not both")
     leaks = verify_file(path, Verifier(finder_for(os.environ, env_file)))
+    from acp_proxy.inspect.render.terminal import visible
+
     for leak in leaks:
-        click.echo(leak.shown())
+        click.echo(visible(leak.shown()))
     if leaks:
         click.echo(f"{len(leaks)} thing(s) in {path} still look secret")
         sys.exit(1)

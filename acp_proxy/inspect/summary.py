@@ -11,6 +11,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from acp_proxy.inspect.render.terminal import visible
 from acp_proxy.inspect.render.words import peer
 from acp_proxy.store.database import ConnectionSummary
 
@@ -53,4 +54,4 @@ def render_summary(summary: ConnectionSummary, db_path: Path) -> str:
         f'  sqlite-utils {db} "SELECT * FROM rpc_calls {where}" --table',  # noqa: S608
         f"  datasette {db}",
     ]
-    return "\n".join(lines) + "\n"
+    return visible("\n".join(lines), lines=True) + "\n"

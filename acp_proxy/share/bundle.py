@@ -1,4 +1,4 @@
-"""Bug-report bundles (``.acpbundle``: a zip) and recording files used as a REF.
+"""Bug-report bundles (``.acpbundle``: a zip): what goes in one, and writing it.
 
 Rules:
 - A bundle holds ``manifest.json`` (acp-proxy, agent, client, protocol version, OS, Python,
@@ -9,111 +9,26 @@ Rules:
   findings and the transcript are read from there. The placeholder map is never in it.
 - Check rules that need the official schemas (ACP000) run only when schemas are installed; if
   not, the other rules run and the manifest says so.
-- ``open_recording_file``: a REF that is an existing ``.acpbundle``, zip or ``.jsonl`` export,
-  or a capture of another tool (``.jsonl``, ``.json``, ``.jsons``, ``.ndjson``: importer.py),
-  is imported into a temporary database (deleted when the process exits) and opened
-  read-only, so ``show``, ``export``, ``check`` and ``replay`` read it like a recording.
-- A JSONL file may hold several episodes (exports one after the other: a cassette,
-  docs/testing.md). ``recording_file_episodes`` gives them all (``check`` checks each,
-  ``replay`` follows the one the client matches, ``replay --to-agent`` drives each);
-  ``open_recording_file`` and ``recording_file_path`` give the first, saying on stderr that
-  there are more (``show`` and ``export`` show one conversation; ``import`` the file to reach
-  the others by connection id).
+- Reading a bundle (as a REF, by ``import``, by ``redact --verify``) is
+  store/recording_files.py's job: it checks the manifest, the members and bounds what is read.
+- The manifest says how the bundle was checked: which schemas (their version and where they
+  came from, never a path on this machine) or why schema validation did not run.
 """
 
 from __future__ import annotations
 
-import atexit
 import io
-import os
 import platform
-import shutil
-import tempfile
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
 import orjson
 
 from acp_proxy import __version__
-from acp_proxy.errors import AcpProxyError
-from acp_proxy.stderr import report
 from acp_proxy.store import readers as store_read
-
-FRAMES_MEMBER = "frames.jsonl"
-MANIFEST = "manifest.json"
-BUNDLE_FORMAT = "acp-proxy-bundle"
-# Bundles, JSONL exports, and captures of other tools (store/captures.py): JSONL of raw frames,
-# sacp-conductor traces (.jsons, .ndjson), Zed ACP logs and acp-devtools exports (.json).
-SUFFIXES = (".acpbundle", ".zip", ".jsonl", ".json", ".jsons", ".ndjson")
-
-
-def is_recording_file(ref: str | None) -> TypeGuard[str]:
-    """Whether ``ref`` names a bundle or a JSONL export on disk (rather than a recording)."""
-    if not ref or not os.path.isfile(ref):
-        return False
-    return ref.endswith(SUFFIXES) or zipfile.is_zipfile(ref)
-
-
-def _frames_lines(path: Path) -> Iterator[bytes]:
-    if zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as bundle:
-            if FRAMES_MEMBER not in bundle.namelist():
-                raise AcpProxyError(f"{path} is not an acp-proxy bundle (no {FRAMES_MEMBER})")
-            with bundle.open(FRAMES_MEMBER) as member:
-                yield from member
-        return
-    with path.open("rb") as handle:
-        yield from handle
-
-
-def _import_temporary(lines: Iterator[bytes], label: str | None = None) -> tuple[Path, list[int]]:
-    from acp_proxy.store.importer import import_jsonl
-
-    folder = Path(tempfile.mkdtemp(prefix="acp-proxy-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    db_path = folder / "recording.sqlite"
-    return db_path, import_jsonl(db_path, lines, label=label)
-
-
-def import_temporary(lines: Iterator[bytes]) -> tuple[store_read.Database, int]:
-    """Import export lines into a fresh temporary database (removed at exit); open it."""
-    db_path, connection_ids = _import_temporary(lines)
-    return store_read.open_for_reading(db_path), connection_ids[0]
-
-
-def recording_file_episodes(ref: str) -> tuple[Path, list[int]]:
-    """A bundle or JSONL export named as a REF: (temporary database path, its connections)."""
-    try:
-        return _import_temporary(_frames_lines(Path(ref)), label=Path(ref).stem)
-    except (OSError, zipfile.BadZipFile) as error:
-        raise AcpProxyError(f"cannot read {ref}: {error}") from error
-
-
-def _first(ref: str, connection_ids: list[int]) -> int:
-    if len(connection_ids) > 1:
-        report(f"{ref} holds {len(connection_ids)} episodes; this is episode 1 (import the file "
-               "to reach the others)")  # fmt: skip
-    return connection_ids[0]
-
-
-def recording_file_path(ref: str) -> tuple[Path, str]:
-    """A bundle or JSONL export named as a REF, as (temporary database path, connection REF)."""
-    db_path, connection_ids = recording_file_episodes(ref)
-    return db_path, str(_first(ref, connection_ids))
-
-
-def open_recording_file(ref: str) -> tuple[store_read.Database, int]:
-    """A bundle or JSONL export named as a REF, as (database, connection id)."""
-    db_path, connection_ids = recording_file_episodes(ref)
-    return store_read.open_for_reading(db_path), _first(ref, connection_ids)
-
-
-def open_recording_episodes(ref: str) -> tuple[store_read.Database, list[int]]:
-    """A bundle or JSONL export named as a REF, as (database, every connection id)."""
-    db_path, connection_ids = recording_file_episodes(ref)
-    return store_read.open_for_reading(db_path), connection_ids
+from acp_proxy.store.recording_files import BUNDLE_FORMAT, FRAMES_MEMBER, MANIFEST
+from acp_proxy.store.refs import import_temporary
 
 
 def run_checks(
@@ -122,18 +37,20 @@ def run_checks(
     """``check`` on one connection: its text and JSON reports, and how it was checked."""
     from acp_proxy.check.engine import Checker, select_rules
     from acp_proxy.check.report import Checked, render_json, render_text
-    from acp_proxy.check.schema_files import SchemasUnavailable, load_book
+    from acp_proxy.check.schema_files import SchemasUnavailable, load_book, origin, origin_text
     from acp_proxy.store.frames import frames, scope
 
     how: dict[str, Any] = {"schemas": None, "skipped": []}
+    source = None
     try:
         book = load_book(schema_dir)
         rules = select_rules()
-        how["schemas"] = book.source
-    except SchemasUnavailable as error:
+        how["schemas"] = origin(Path(book.source))
+        source = origin_text(how["schemas"])
+    except SchemasUnavailable:  # its message may name a folder: not in a shared bundle
         book, rules = None, select_rules(ignore=["ACP000"])
         how["skipped"] = ["ACP000"]
-        how["note"] = f"schemas not installed, ACP000 (schema validation) not run: {error}"
+        how["note"] = "schemas not installed (or not usable): ACP000 (schema validation) not run"
     target = scope(db, str(connection_id))
     checker = Checker(
         book, rules=rules, protocol_version=target.protocol_version, connection_id=connection_id
@@ -147,7 +64,7 @@ def run_checks(
     how["rules"] = len(rules)
     how["findings"] = len(findings)
     ordered = sorted(rules)
-    return render_text(checked, ordered), render_json(checked, ordered, how["schemas"]), how
+    return render_text(checked, ordered), render_json(checked, ordered, source), how
 
 
 def _peer(info: Any) -> dict[str, Any] | None:
@@ -162,7 +79,8 @@ def build_members(
     """Every member of a bundle, from the redacted export ``jsonl``."""
     from acp_proxy.inspect.export import export
 
-    db, connection_id = import_temporary(iter(io.BytesIO(jsonl)))
+    db_path, (connection_id, *_) = import_temporary(iter(io.BytesIO(jsonl)))
+    db = store_read.open_for_reading(db_path)
     row = store_read.connection(db, connection_id)
     text, as_json, how = run_checks(db, connection_id, schema_dir)
     transcript = io.BytesIO()

@@ -27,7 +27,7 @@ from typing import IO, Any, BinaryIO
 import orjson
 
 from acp_proxy import __version__
-from acp_proxy.errors import AcpProxyError
+from acp_proxy.errors import AcpProxyError, UnreadableRecording
 from acp_proxy.inspect.export import FORMAT, FORMAT_VERSION, frame_line
 from acp_proxy.share.redact import Redactor
 from acp_proxy.share.secrets import Finder, environment_secrets
@@ -143,17 +143,39 @@ def write_map(path: Path, redactor: Redactor) -> None:
 
 
 def verify_file(path: Path, verifier: Verifier) -> list[Leak]:
-    """Scan an export (JSONL) or a bundle (zip: every member) for anything that looks secret."""
+    """Scan an export (JSONL) or a bundle (zip: every member) for anything that looks secret.
+
+    Only a real export or bundle is scanned (a clean answer about anything else would be a
+    lie): a bundle is checked as every reader checks it (store/recording_files.py: manifest,
+    members, bounds); an export must open with its header line.
+    """
+    from acp_proxy.store.recording_files import open_bundle, read_member
+
+    if zipfile.is_zipfile(path):
+        leaks: list[Leak] = []
+        bundle, members, _ = open_bundle(path)
+        with bundle:
+            for name, info in members.items():
+                leaks += verify_member(name, read_member(path, bundle, info), verifier)
+        return leaks
+    if path.suffix in (".acpbundle", ".zip"):
+        raise UnreadableRecording(f"{path}: not a readable bundle (not a zip file, or truncated)")
     try:
-        if zipfile.is_zipfile(path):
-            leaks: list[Leak] = []
-            with zipfile.ZipFile(path) as bundle:
-                for name in bundle.namelist():
-                    leaks += verify_member(name, bundle.read(name), verifier)
-            return leaks
-        return verify_member(path.name, path.read_bytes(), verifier, jsonl=True)
-    except (OSError, zipfile.BadZipFile) as error:
-        raise AcpProxyError(f"cannot read {path}: {error}") from error
+        data = path.read_bytes()
+    except OSError as error:
+        raise UnreadableRecording(f"{path}: cannot read it: {error.strerror or error}") from None
+    if not _is_export(data):
+        raise UnreadableRecording(f"{path}: not an acp-proxy JSONL export or bundle")
+    return verify_member(path.name, data, verifier, jsonl=True)
+
+
+def _is_export(data: bytes) -> bool:
+    first = data.split(b"\n", 1)[0]
+    try:
+        header = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(header, dict) and header.get("format") == FORMAT
 
 
 def verify_member(name: str, data: bytes, verifier: Verifier, *, jsonl: bool = False) -> list[Leak]:

@@ -14,6 +14,8 @@ Rules:
   main file as frames stream in halved large-frame throughput); the recorder checkpoints when
   it is idle, when the WAL passes a size, and when its connection is done (``checkpoint``).
 - Failures become ``RecordingError`` (one root: ``AcpProxyError``); callers decide what to say.
+  Opened read-only, a file that is not a recording database (empty, another program's SQLite,
+  not SQLite, damaged) is ``UnreadableRecording``: a REF that cannot be used.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any
 
 import orjson
 
-from acp_proxy.errors import RecordingError, UnknownRecording
+from acp_proxy.errors import RecordingError, UnknownRecording, UnreadableRecording
 from acp_proxy.protocol.observer import FRAME_COLUMNS, ConnectionFacts, FrameRecord
 
 SCHEMA_VERSION = 3
@@ -280,6 +282,10 @@ def connect(
                 db.execute("PRAGMA wal_autocheckpoint=0")
         _migrate(db, path, readonly=readonly)
     except (sqlite3.Error, OSError) as error:
+        if readonly:
+            raise UnreadableRecording(
+                f"{path} is not a readable recording database: {error}"
+            ) from None
         raise RecordingError(f"cannot open recording database {path}: {error}") from error
     return db
 
@@ -291,6 +297,8 @@ def _migrate(db: sqlite3.Connection, path: Path, *, readonly: bool) -> None:
             f"{path} uses recording format {version}; this acp-proxy reads up to "
             f"{SCHEMA_VERSION}: upgrade acp-proxy"
         )
+    if readonly and version == 0:  # an empty file, or SQLite written by something else
+        raise UnreadableRecording(f"{path} is not an acp-proxy recording database")
     if version == SCHEMA_VERSION or readonly:
         return
     db.execute("BEGIN IMMEDIATE")
@@ -512,33 +520,6 @@ class _transaction:  # used like a function: with _transaction(db):
             self._db.execute("COMMIT")
         elif self._db.in_transaction:
             self._db.execute("ROLLBACK")
-
-
-def resolve_ref(db: sqlite3.Connection, ref: str | None) -> int:
-    """Find a connection id from a reference: ``last``, an id, a session id, a uid or a label.
-
-    A label or session id that several connections share means the newest of them.
-    """
-    if ref is None or ref == "last":
-        row = db.execute("SELECT max(id) FROM connection").fetchone()
-        if row[0] is None:
-            raise UnknownRecording("the database holds no recordings yet")
-        return int(row[0])
-    if ref.isdigit():
-        row = db.execute("SELECT id FROM connection WHERE id = ?", (int(ref),)).fetchone()
-        if row is not None:
-            return int(row[0])
-    for query in (
-        "SELECT id FROM connection WHERE uid = ?",
-        "SELECT max(id) FROM connection WHERE label = ?",
-        "SELECT max(connection_id) FROM frame WHERE session_id = ?",
-    ):
-        row = db.execute(query, (ref,)).fetchone()
-        if row is not None and row[0] is not None:
-            return int(row[0])
-    raise UnknownRecording(
-        f"no recording matches {ref!r} (try a connection id, a session id, a label or 'last')"
-    )
 
 
 @dataclass(frozen=True, slots=True)

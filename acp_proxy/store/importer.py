@@ -19,7 +19,9 @@ Rules:
   included, comes from the export, and every frame gets back its exact bytes and stored columns.
 - ``uid`` is unique: importing a connection the database already holds (the same file twice,
   or an export back into its own database) is refused, naming the connection that has it.
-- Only columns the schema has are written; an export naming others is refused.
+- Only columns the schema has are written; an export naming others is refused, and so is a
+  value that does not fit its column (import_types.py).
+- A refusal is ``ImportRefused``, a ``BadReference``: the file given cannot be used (exit 2).
 """
 
 from __future__ import annotations
@@ -35,19 +37,20 @@ from typing import Any
 
 import orjson
 
-from acp_proxy.errors import AcpProxyError
+from acp_proxy.errors import BadReference
 from acp_proxy.inspect.export import frame_of, header_of
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.observer import FRAME_COLUMNS, ConnectionObserver, FrameRecord
 from acp_proxy.protocol.wire import Frame
-from acp_proxy.store import captures
+from acp_proxy.store import captures, import_types
 from acp_proxy.store.database import connect
+from acp_proxy.store.import_types import Column, problem
 from acp_proxy.testing.cassette_episodes import is_header
 
 BATCH = 1000
 
 
-class ImportRefused(AcpProxyError):
+class ImportRefused(BadReference):
     """The file is not an export this database can take."""
 
 
@@ -68,7 +71,9 @@ def _refuse_if_held(db: sqlite3.Connection, uid: str) -> None:
         )
 
 
-def _record(number: int, line: bytes, frame_columns: list[str]) -> dict[str, Any]:
+def _record(
+    number: int, line: bytes, frame_columns: list[str], types: dict[str, Column]
+) -> dict[str, Any]:
     try:
         record = frame_of(line)
     except ValueError as error:
@@ -76,6 +81,9 @@ def _record(number: int, line: bytes, frame_columns: list[str]) -> dict[str, Any
     extra = set(record) - set(frame_columns)
     if extra:
         raise ImportRefused(f"line {number}: unknown frame columns {sorted(extra)}")
+    wrong = problem(types, record)
+    if wrong:
+        raise ImportRefused(f"line {number}: {wrong}")
     return record
 
 
@@ -109,7 +117,9 @@ def import_jsonl(
         db.close()
 
 
-def _header(number: int, line: bytes, columns: set[str]) -> dict[str, Any]:
+def _header(
+    number: int, line: bytes, columns: set[str], types: dict[str, Column]
+) -> dict[str, Any]:
     try:
         connection = header_of(line)
     except ValueError as error:
@@ -117,6 +127,9 @@ def _header(number: int, line: bytes, columns: set[str]) -> dict[str, Any]:
     unknown = set(connection) - columns
     if unknown:
         raise ImportRefused(f"unknown connection columns in the export: {sorted(unknown)}")
+    wrong = problem(types, connection)
+    if wrong:
+        raise ImportRefused(f"line {number}: the connection's {wrong}")
     return connection
 
 
@@ -126,7 +139,9 @@ def _import(db: sqlite3.Connection, lines: Any, progress: Callable[[int], None])
         raise ImportRefused("the file is empty")
     connection_columns = set(_columns(db, "connection")) - {"id"}
     frame_columns = [c for c in _columns(db, "frame") if c not in ("id", "connection_id")]
-    connection = _header(1, first, connection_columns)
+    connection_types = import_types.columns(db, "connection")
+    frame_types = import_types.columns(db, "frame")
+    connection = _header(1, first, connection_columns, connection_types)
     statement = _insert("frame", ["connection_id", *frame_columns])
     ids: list[int] = []
     db.execute("BEGIN IMMEDIATE")
@@ -140,9 +155,10 @@ def _import(db: sqlite3.Connection, lines: Any, progress: Callable[[int], None])
                 db.executemany(statement, batch)
                 progress(len(batch))
                 batch = []
-                ids.append(_start(db, _header(number, line, connection_columns)))
+                header = _header(number, line, connection_columns, connection_types)
+                ids.append(_start(db, header))
                 continue
-            record = _record(number, line, frame_columns)
+            record = _record(number, line, frame_columns, frame_types)
             batch.append([ids[-1], *(record.get(c) for c in frame_columns)])
             if len(batch) >= BATCH:
                 db.executemany(statement, batch)

@@ -104,7 +104,7 @@ def test_unknown_ref_and_missing_database(recorded: Path, tmp_path: Path) -> Non
     def fails(db: Path, *args: str) -> str:
         argv = [sys.executable, "-m", "acp_proxy", *args, "--db", str(db)]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
-        assert (done.returncode, done.stdout) == (1, "")
+        assert (done.returncode, done.stdout) == (2, "")  # an unusable REF: a usage error
         return done.stderr
 
     assert fails(recorded, "show", "nope").startswith("acp-proxy: no recording matches 'nope'")

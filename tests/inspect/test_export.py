@@ -99,11 +99,11 @@ def test_importing_the_same_connection_twice_is_refused(tmp_path: Path) -> None:
     run("import", str(exported), "--db", str(target))
     argv = [sys.executable, "-m", "acp_proxy", "import", str(exported), "--db", str(target)]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
-    assert done.returncode == 1
+    assert done.returncode == 2  # a file this database cannot take: a usage error
     assert "is already in this database (connection 1); nothing imported" in done.stderr
     assert sqlite3.connect(target).execute("SELECT count(*) FROM connection").fetchone() == (1,)
     # ... and so is importing it back into the database it came from.
-    run("import", str(exported), "--db", str(source), code=1)
+    run("import", str(exported), "--db", str(source), code=2)
 
 
 @pytest.mark.parametrize(
@@ -127,7 +127,7 @@ def test_import_refuses_what_is_not_an_export(tmp_path: Path, content: bytes, me
         str(tmp_path / "d.sqlite"),
     ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
-    assert (done.returncode, done.stdout) == (1, "")
+    assert (done.returncode, done.stdout) == (2, "")
     assert message in done.stderr
     assert "Traceback" not in done.stderr
 
@@ -138,7 +138,7 @@ def test_a_bad_frame_line_imports_nothing(tmp_path: Path) -> None:
     exported = tmp_path / "e.jsonl"
     run("export", "--format", "jsonl", "-o", str(exported), "--db", str(source))
     exported.write_bytes(exported.read_bytes() + b'{"seq": 99}\n')
-    run("import", str(exported), "--db", str(target), code=1)
+    run("import", str(exported), "--db", str(target), code=2)
     assert sqlite3.connect(target).execute("SELECT count(*) FROM connection").fetchone() == (0,)
 
 

@@ -23,7 +23,7 @@ import pytest
 
 from acp_proxy.inspect.render.text import frame_line
 from acp_proxy.store import readers as store_read
-from acp_proxy.store.database import resolve_ref
+from acp_proxy.store.refs import resolve_ref
 from tests.support.fixtures_acp import V1_CONVERSATION
 from tests.support.helpers import write_recording
 

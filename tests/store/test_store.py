@@ -17,8 +17,8 @@ from acp_proxy.store.database import (
     NewConnection,
     RecordingWriter,
     connect,
-    resolve_ref,
 )
+from acp_proxy.store.refs import resolve_ref
 from tests.support.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
 from tests.support.helpers import observe_all, write_recording
 

@@ -2,7 +2,9 @@
 
 Rules:
 - Recorded content is data, never markup: every string a peer sent goes through ``_e``
-  (``html.escape`` with quotes), so ``<script>`` or ``<img onerror>`` shows as text.
+  (``html.escape`` with quotes), so ``<script>`` or ``<img onerror>`` shows as text; control
+  characters are shown as escapes first (``terminal.visible``), since the page may be written
+  to a terminal.
 - The page fetches nothing and runs nothing: styles are inline, there is no script, and a
   Content-Security-Policy (``default-src 'none'``) forbids both should anything slip through.
 - Streams: ``render_html`` yields pieces; the timeline is written frame by frame.
@@ -17,6 +19,7 @@ from typing import Any
 import orjson
 
 from acp_proxy.inspect.render import words as present
+from acp_proxy.inspect.render.terminal import visible
 from acp_proxy.inspect.render.text import preview
 from acp_proxy.inspect.transcript.values import (
     Call,
@@ -55,7 +58,8 @@ ROLE = {"user": "You", "agent": "Agent", "thought": "Thought", "session": "Sessi
 
 
 def _e(value: Any) -> str:
-    return html.escape(value if isinstance(value, str) else present.to_json(value), quote=True)
+    text = value if isinstance(value, str) else present.to_json(value)
+    return html.escape(visible(text, lines=True), quote=True)
 
 
 def _box(css: str, who: str, body: str) -> str:

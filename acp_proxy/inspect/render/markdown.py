@@ -2,9 +2,14 @@
 
 Rules:
 - Pure: a ``TranscriptView`` (and optionally its ``ConnectionRow``) in, text out.
-- Messages are shown as the agent wrote them (agent text is Markdown already); everything a
-  peer sent that is not message text (titles, ids, outputs, JSON) goes in code spans or fenced
-  blocks whose fence is longer than any backtick run inside, so it cannot break the page.
+- Recorded text is data: a Markdown renderer shows it as the text that was sent, never as
+  markup. Prose (messages, titles, notices, answers) is escaped (``text``: every character that
+  could start emphasis, a link, an image, raw HTML, an entity or a block is backslash-escaped);
+  ids, paths, outputs and JSON go in code spans or fenced blocks whose fence is longer than any
+  backtick run inside, so nothing breaks the page. The only links are resource links whose URI
+  has a safe scheme (``LINK_SCHEMES``); any other URI is shown as text.
+- The page is then made safe for a terminal (``terminal.visible``, newlines kept): Markdown goes
+  to stdout as often as to a file.
 - One section per session, the turns in order; live notices are marked as such; timings are
   left out with ``timings=False`` (stable output for comparisons).
 """
@@ -15,6 +20,7 @@ import re
 from typing import Any
 
 from acp_proxy.inspect.render import words as present
+from acp_proxy.inspect.render.terminal import visible
 from acp_proxy.inspect.transcript.values import (
     Call,
     Compaction,
@@ -36,6 +42,47 @@ from acp_proxy.inspect.transcript.values import (
 from acp_proxy.store.values import ConnectionRow
 
 ROLE_TITLES = {"user": "You", "agent": "Agent", "thought": "Thought", "session": "Session message"}
+
+
+LINK_SCHEMES = ("http", "https", "file", "mailto")
+_INLINE_MARKUP = re.compile(r"([\\`*\[\]<>&~|])")
+# An underscore between two letters or digits can neither open nor close emphasis.
+_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")
+_BLOCK_START = re.compile(r"^([ \t]*)(?:([#>+=-])|(\d+)([.)]))", re.MULTILINE)
+_SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):")
+
+
+def _block_marker(match: re.Match[str]) -> str:
+    indent, marker, digits, after = match.groups()
+    return f"{indent}\\{marker}" if marker else f"{indent}{digits}\\{after}"
+
+
+def text(value: Any) -> str:
+    """Recorded prose as Markdown that renders as exactly that text (see the module rules)."""
+    value = value if isinstance(value, str) else present.to_json(value)
+    value = _UNDERSCORE.sub(r"\\_", _INLINE_MARKUP.sub(r"\\\1", value))
+    return _BLOCK_START.sub(_block_marker, value)
+
+
+def link(label: str, uri: Any) -> str:
+    """A link to ``uri`` if its scheme is safe and it fits a link destination, else text."""
+    if isinstance(uri, str):
+        scheme = _SCHEME.match(uri)
+        unsafe = set(uri) & set("<>\n\r") or not uri.isprintable()
+        if scheme and scheme.group(1).lower() in LINK_SCHEMES and not unsafe:
+            return f"[{text(label)}](<{uri}>)"
+    return f"{text(label)} ({code(str(uri))})"
+
+
+def _block(block: Any) -> str:
+    if isinstance(block, dict) and block.get("type") == "resource_link":
+        return link(str(block.get("name") or block.get("uri")), block.get("uri"))
+    return text(present.block_text(block))
+
+
+def content(value: Any) -> str:
+    """A content list (or block) as Markdown: text escaped, resource links safe."""
+    return present.content_text(value, _block)
 
 
 def code(text: str) -> str:
@@ -80,9 +127,9 @@ def render_markdown(
     if problems:
         page.add(
             "## Frames that were not JSON-RPC",
-            *(f"- frame {p.seq} ({p.direction}): {p.reason}" for p in problems),
+            *(f"- frame {p.seq} ({p.direction}): {text(p.reason)}" for p in problems),
         )
-    return "\n\n".join(page.parts) + "\n"
+    return visible("\n\n".join(page.parts), lines=True) + "\n"
 
 
 def _version(view: TranscriptView) -> str:
@@ -92,12 +139,12 @@ def _version(view: TranscriptView) -> str:
 def _header(page: _Page, view: TranscriptView, connection: ConnectionRow | None) -> None:
     title = "ACP conversation"
     facts = [
-        f"- Agent: {present.peer(view.agent_info)}",
-        f"- Client: {present.peer(view.client_info)}",
+        f"- Agent: {text(present.peer(view.agent_info))}",
+        f"- Client: {text(present.peer(view.client_info))}",
         f"- Protocol version: {_version(view)}",
     ]
     if connection is not None:
-        label = f" ({connection.label})" if connection.label else ""
+        label = f" ({text(connection.label)})" if connection.label else ""
         title = f"ACP conversation: connection {connection.id}{label}"
         when = present.wall(connection.started_ns) if page.timings else "-"
         length = page.took(
@@ -113,12 +160,12 @@ def _session(page: _Page, session: SessionView) -> None:
     opened = f" (opened by {code(session.opened_by)})" if session.opened_by else ""
     page.add(f"## Session {code(session.session_id)}{opened}")
     if session.info.get("title"):
-        page.add(f"Title: {session.info['title']}")
+        page.add(f"Title: {text(session.info['title'])}")
     for item in session.timeline:
         _item(page, session, item)
     tail = []
     if session.usage is not None:
-        tail.append(f"- Context usage: {present.usage_text(session.usage)}")
+        tail.append(f"- Context usage: {text(present.usage_text(session.usage))}")
     if session.mode:
         tail.append(f"- Mode: {code(session.mode)}")
     if isinstance(session.commands, list):
@@ -142,7 +189,7 @@ def _item(page: _Page, session: SessionView, item: Item) -> None:
         _turn_mark(page, session.turns[item.turn], item.end)
     elif isinstance(item, Message):
         title = ROLE_TITLES.get(item.role, item.role)
-        body = present.content_text(item.content) or "_(empty)_"
+        body = content(item.content) or "_(empty)_"
         if item.role == "thought":
             page.add(f"**{title}**", quote(body))
         else:
@@ -158,7 +205,7 @@ def _item(page: _Page, session: SessionView, item: Item) -> None:
     elif isinstance(item, ToolCall):
         _tool_call(page, item)
     elif isinstance(item, Plan):
-        lines = [f"- {present.plan_line(e)}" for e in item.entries] or [
+        lines = [f"- {_plan_line(e)}" for e in item.entries] or [
             fence(present.to_json(dict(item.body), pretty=True), "json")
         ]
         page.add(f"**Plan**{' ' + code(item.plan_id) if item.plan_id else ''}", "\n".join(lines))
@@ -167,8 +214,8 @@ def _item(page: _Page, session: SessionView, item: Item) -> None:
     elif isinstance(item, Notice):
         detail = f": {item.description}" if item.description else ""
         page.add(
-            f"> **Notice** ({item.severity or 'info'}, live, not history): "
-            f"{item.title or ''}{detail}"
+            f"> **Notice** ({text(item.severity or 'info')}, live, not history): "
+            f"{text(item.title or '')}{text(detail)}"
         )
     elif isinstance(item, Terminal):
         fields = item.fields
@@ -180,17 +227,17 @@ def _item(page: _Page, session: SessionView, item: Item) -> None:
             fence(item.output.decode(errors="replace")),
         )
     elif isinstance(item, Compaction):
-        error = f": {item.fields['error']}" if item.fields.get("error") else ""
-        page.add(
-            f"**Context compaction** {code(item.compaction_id)}: {item.status or 'unknown'}{error}"
-        )
+        error = f": {text(item.fields['error'])}" if item.fields.get("error") else ""
+        status = text(item.status or "unknown")
+        page.add(f"**Context compaction** {code(item.compaction_id)}: {status}{error}")
         if item.summary:
-            page.add(quote(present.content_text(item.summary)))
+            page.add(quote(content(item.summary)))
     elif isinstance(item, Subagent):
         state = item.fields.get("state")
         state_word = state.get("state") if isinstance(state, dict) else state
-        title = f" {item.fields['title']}" if item.fields.get("title") else ""
-        page.add(f"**Subagent** {code(item.session_id)}{title}: {state_word or 'unknown state'}")
+        title = f" {text(item.fields['title'])}" if item.fields.get("title") else ""
+        state_text = text(state_word or "unknown state")
+        page.add(f"**Subagent** {code(item.session_id)}{title}: {state_text}")
     elif isinstance(item, Call):
         _call(page, item)
     elif isinstance(item, UnknownUpdate):
@@ -200,14 +247,22 @@ def _item(page: _Page, session: SessionView, item: Item) -> None:
         )
 
 
+def _plan_line(entry: Any) -> str:
+    if not isinstance(entry, dict):
+        return code(present.to_json(entry))
+    mark = present.PLAN_MARKS.get(str(entry.get("status")), "[?]")
+    priority = f" ({text(entry['priority'])})" if entry.get("priority") else ""
+    return f"{mark} {text(entry.get('content', ''))}{priority}"
+
+
 def _turn_mark(page: _Page, turn: PromptTurn, end: bool) -> None:
     if not end:
         page.add(f"### Turn {turn.index + 1}")
         return
     if turn.error is not None:
-        page.add(f"**Prompt refused**: {present.to_json(turn.error)}")
+        page.add(f"**Prompt refused**: {code(present.to_json(turn.error))}")
         return
-    parts = [f"**Turn ended: {turn.stop_reason or 'no stop reason'}**"]
+    parts = [f"**Turn ended: {text(turn.stop_reason or 'no stop reason')}**"]
     if page.timings:
         parts.append(f"after {present.since(turn.started_ns, turn.end_ns)}")
         if turn.first_output_ns is not None:
@@ -215,14 +270,14 @@ def _turn_mark(page: _Page, turn: PromptTurn, end: bool) -> None:
                 f"(first agent text after {present.since(turn.started_ns, turn.first_output_ns)})"
             )
     if turn.usage is not None:
-        parts.append(f"- usage {present.usage_text(turn.usage)}")
+        parts.append(f"- usage {text(present.usage_text(turn.usage))}")
     page.add(" ".join(parts))
 
 
 def _tool_call(page: _Page, tool: ToolCall) -> None:
     kind = tool.fields.get("kind")
-    head = f"**Tool call** {code(tool.title)}: {tool.status or 'no status'}" + (
-        f" ({kind})" if kind else ""
+    head = f"**Tool call** {code(tool.title)}: {text(tool.status or 'no status')}" + (
+        f" ({text(kind)})" if kind else ""
     )
     lines = [head]
     locations = tool.fields.get("locations")
@@ -241,11 +296,11 @@ def _permission(page: _Page, permission: Permission) -> None:
     if not title and isinstance(tool, dict):
         title = tool.get("title") or tool.get("toolCallId")
     options = params.get("options") if isinstance(params, dict) else None
-    answer = present.permission_answer(permission.outcome, permission.error, options)
+    answer = text(present.permission_answer(permission.outcome, permission.error, options))
     waited = page.took(permission.wait_ns, ", waited ")
     page.add(
         f"**Permission asked**: {code(str(title or 'permission'))} - "
-        f"options: {present.option_names(options)}\n"
+        f"options: {text(present.option_names(options))}\n"
         f"Answer: **{answer}**{waited}"
     )
 
@@ -258,10 +313,11 @@ def _call(page: _Page, call: Call) -> None:
     if call.notification:
         outcome = "notification"
     elif call.error is not None:
-        outcome = f"error {call.error.get('code') if isinstance(call.error, dict) else ''}".rstrip()
+        number = call.error.get("code") if isinstance(call.error, dict) else ""
+        outcome = text(f"error {number}".rstrip())
     else:
         outcome = "answered" if call.answered_seq is not None else "no answer"
     page.add(
-        f"_{call.caller} {arrow} {code(call.method)}{about}: "
+        f"_{text(call.caller)} {arrow} {code(call.method)}{about}: "
         f"{outcome}{page.took(call.latency_ns, ', ')}_"
     )

@@ -17,6 +17,7 @@ import orjson
 
 from acp_proxy.inspect.render import words as present
 from acp_proxy.inspect.render.style import style
+from acp_proxy.inspect.render.terminal import json_visible, visible
 from acp_proxy.inspect.transcript.values import PromptTurn
 from acp_proxy.store.values import ConnectionRow, FrameRow
 
@@ -34,7 +35,8 @@ def _parse(raw: bytes) -> Any:
 
 def _cut(text: str, width: int = PREVIEW) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    text = text if len(text) <= width else text[: width - 1] + "…"
+    return visible(text)
 
 
 def _update_preview(update: dict[str, Any]) -> str:
@@ -80,15 +82,14 @@ def frame_line(frame: FrameRow, first_ns: int | None) -> str:
     kind = style(f"{frame.kind:<12}", fg=KIND_COLOURS.get(frame.kind))
     parts = [f"{frame.seq:>7}", f"{elapsed:>+9.3f}s", style(label, fg=colour), kind]
     if frame.method is not None:
-        parts.append(style(frame.method, bold=True))
+        parts.append(style(visible(frame.method), bold=True))
     if frame.rpc_id is not None:
-        parts.append(
-            f"[{frame.rpc_id!r}]" if isinstance(frame.rpc_id, str) else f"[{frame.rpc_id}]"
-        )
+        rpc_id = repr(frame.rpc_id) if isinstance(frame.rpc_id, str) else str(frame.rpc_id)
+        parts.append(f"[{visible(rpc_id)}]")
     if frame.update_kind is not None:
-        parts.append(style(frame.update_kind, fg="magenta"))
+        parts.append(style(visible(frame.update_kind), fg="magenta"))
     if frame.stop_reason is not None:
-        parts.append(style(frame.stop_reason, fg="yellow"))
+        parts.append(style(visible(frame.stop_reason), fg="yellow"))
     if frame.latency_ns is not None:
         parts.append(style(present.duration(frame.latency_ns), fg="cyan"))
     text = preview(frame)
@@ -118,7 +119,7 @@ def frame_json(frame: FrameRow, first_ns: int | None) -> str:
             record["text"] = frame.raw.decode()
         except UnicodeDecodeError:
             record["raw_base64"] = base64.b64encode(frame.raw).decode()
-    return orjson.dumps(record).decode()
+    return json_visible(orjson.dumps(record).decode())
 
 
 def pretty_body(frame: FrameRow) -> str:
@@ -128,19 +129,20 @@ def pretty_body(frame: FrameRow) -> str:
         if value is not None
         else frame.raw.decode(errors="replace")
     )
-    return "\n".join("    " + line for line in body.rstrip("\n").splitlines())
+    body = visible(body, lines=True)
+    return "\n".join("    " + line for line in body.rstrip("\n").split("\n"))
 
 
 def connection_line(
     row: ConnectionRow, frames: int, prompts: int, errors: int, duration_ns: int | None
 ) -> str:
-    label = f" {style(row.label, fg='cyan')}" if row.label else ""
+    label = f" {style(visible(row.label), fg='cyan')}" if row.label else ""
     ending = row.ending
     ending_style = style(ending, fg="green" if ending in ("exit 0", "running") else "red")
     problems = style(f", {errors} errors", fg="red") if errors else ""
     return (
         f"{style(str(row.id), bold=True):>4}{label}  {present.wall(row.started_ns)}  "
-        f"{present.peer(row.agent_info)} <- {present.peer(row.client_info)}  "
+        f"{visible(present.peer(row.agent_info))} <- {visible(present.peer(row.client_info))}  "
         f"v{row.protocol_version if row.protocol_version is not None else '?'}  "
         f"{frames} frames  {prompts} turns  {present.duration(duration_ns)}  "
         f"{ending_style}{problems}"
@@ -159,7 +161,7 @@ def turn_stats(turn: PromptTurn) -> tuple[str, ...]:
         if turn.end_seq != turn.response_seq
         else "-"
     )
-    return (
+    cells = (
         turn.session_id, str(turn.index + 1), accepted,
         present.since(turn.started_ns, turn.first_output_ns),
         present.since(turn.started_ns, turn.end_ns), str(len(turn.tool_calls)),
@@ -167,6 +169,7 @@ def turn_stats(turn: PromptTurn) -> tuple[str, ...]:
         present.duration(turn.permission_wait_ns) if turn.permissions else "-",
         turn.stop_reason or turn.status, present.usage_text(turn.usage) if turn.usage else "-",
     )  # fmt: skip
+    return tuple(visible(str(cell)) for cell in cells)
 
 
 def _ms(start: int | None, end: int | None) -> float | None:

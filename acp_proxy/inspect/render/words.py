@@ -9,6 +9,7 @@ Rules:
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -74,8 +75,11 @@ def block_text(block: Any) -> str:
     return to_json(block)
 
 
-def content_text(content: Any) -> str:
-    """Text of a content list (or one block), adjacent text blocks joined as streamed."""
+def content_text(content: Any, block_text: Callable[[Any], str] = block_text) -> str:
+    """Text of a content list (or one block), adjacent text blocks joined as streamed.
+
+    ``block_text`` renders each block (a renderer passes its own to escape or link).
+    """
     blocks = content if isinstance(content, list | tuple) else [content]
     parts: list[str] = []
     previous_text = False

@@ -1,0 +1,162 @@
+"""Recording files read as recordings: JSONL exports (cassettes), captures, bug-report bundles.
+
+Rules:
+- A bundle (``.acpbundle``, a zip: share/bundle.py writes it) is accepted only when it is one:
+  a ``manifest.json`` that says ``"format": "acp-proxy-bundle"``, exactly one ``frames.jsonl``,
+  no member twice, every member stored or deflated (no other compression method) and not
+  encrypted. Anything else is refused with the reason, before a byte of frames is read.
+- What is read is bounded, whatever the file claims: a member may expand at most
+  ``MAX_RATIO`` times its compressed size (past ``RATIO_FROM`` bytes) and the manifest at most
+  ``MAX_MANIFEST`` bytes, so a small file cannot make the reader allocate gigabytes (a zip
+  bomb). Frames are streamed line by line, never read whole; a damaged member (bad deflate
+  data, a wrong CRC, a truncated file) is refused when it is met.
+- Every refusal is ``UnreadableRecording`` naming the file: the command line says it in one
+  line (exit 2).
+- A JSONL export, or a capture of another tool (importer.py reads which it is), is read as
+  it is on disk (line by line; nothing in it can expand).
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from acp_proxy.errors import UnreadableRecording
+
+FRAMES_MEMBER = "frames.jsonl"
+MANIFEST = "manifest.json"
+BUNDLE_FORMAT = "acp-proxy-bundle"
+# Bundles, JSONL exports, and captures of other tools (store/captures.py): JSONL of raw frames,
+# sacp-conductor traces (.jsons, .ndjson), Zed ACP logs and acp-devtools exports (.json).
+SUFFIXES = (".acpbundle", ".zip", ".jsonl", ".json", ".jsons", ".ndjson")
+MAX_RATIO = 200
+RATIO_FROM = 8 << 20
+MAX_MANIFEST = 1 << 20
+_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+_ENCRYPTED = 0x1
+
+
+def is_recording_file(ref: str | None) -> bool:
+    """Whether ``ref`` names a bundle or a JSONL export on disk (rather than a recording)."""
+    if not ref or not os.path.isfile(ref):
+        return False
+    return ref.endswith(SUFFIXES) or zipfile.is_zipfile(ref)
+
+
+def looks_like_a_file(ref: str) -> bool:
+    """Whether ``ref`` is written as a path (a folder separator or a recording file suffix)."""
+    return os.sep in ref or ref.endswith(SUFFIXES) or ref.startswith(("~", "."))
+
+
+def _refuse(path: Path, why: str) -> UnreadableRecording:
+    return UnreadableRecording(f"{path}: {why}")
+
+
+def _members(path: Path, bundle: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
+    members: dict[str, zipfile.ZipInfo] = {}
+    for info in bundle.infolist():
+        if info.filename in members:
+            raise _refuse(path, f"not a usable bundle: it holds {info.filename} twice")
+        if info.flag_bits & _ENCRYPTED:
+            raise _refuse(path, f"not a usable bundle: {info.filename} is encrypted")
+        if info.compress_type not in _METHODS:
+            raise _refuse(
+                path,
+                f"not a usable bundle: {info.filename} uses compression method "
+                f"{info.compress_type} (bundles are stored or deflated)",
+            )
+        limit = max(RATIO_FROM, info.compress_size * MAX_RATIO)
+        if info.file_size > limit:
+            raise _refuse(
+                path,
+                f"not a usable bundle: {info.filename} would expand to {info.file_size} bytes "
+                f"from {info.compress_size} (more than {MAX_RATIO} times: refused as a zip "
+                "bomb; unzip it yourself if you trust it)",
+            )
+        members[info.filename] = info
+    return members
+
+
+def _manifest(path: Path, bundle: zipfile.ZipFile, info: zipfile.ZipInfo | None) -> Any:
+    if info is None:
+        raise _refuse(path, f"not an acp-proxy bundle (no {MANIFEST})")
+    if info.file_size > MAX_MANIFEST:
+        raise _refuse(path, f"not an acp-proxy bundle ({MANIFEST} is {info.file_size} bytes)")
+    try:
+        manifest = orjson.loads(_read(path, bundle, info))
+    except orjson.JSONDecodeError as error:
+        raise _refuse(path, f"not an acp-proxy bundle ({MANIFEST} is not JSON: {error})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != BUNDLE_FORMAT:
+        raise _refuse(path, f'not an acp-proxy bundle ({MANIFEST} has no "format": '
+                      f'"{BUNDLE_FORMAT}")')  # fmt: skip
+    return manifest
+
+
+def _read(path: Path, bundle: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    try:
+        return bundle.read(info)
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as error:
+        raise _refuse(path, f"damaged bundle ({info.filename}: {error})") from None
+
+
+def open_bundle(path: Path) -> tuple[zipfile.ZipFile, dict[str, zipfile.ZipInfo], Any]:
+    """A checked bundle (see the rules): the open zip, its members by name, its manifest."""
+    try:
+        bundle = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as error:
+        raise _refuse(path, f"not a readable bundle ({error})") from None
+    try:
+        members = _members(path, bundle)
+        manifest = _manifest(path, bundle, members.get(MANIFEST))
+        _require_frames(path, members)
+    except BaseException:
+        bundle.close()
+        raise
+    return bundle, members, manifest
+
+
+def _require_frames(path: Path, members: dict[str, zipfile.ZipInfo]) -> None:
+    if FRAMES_MEMBER not in members:
+        raise _refuse(path, f"not an acp-proxy bundle (no {FRAMES_MEMBER})")
+
+
+def read_member(path: Path, bundle: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """One member of a bundle checked by ``open_bundle``, whole (bounded by its checks)."""
+    return _read(path, bundle, info)
+
+
+def _stream(path: Path, handle: IO[bytes], name: str) -> Iterator[bytes]:
+    try:
+        yield from handle
+    except (zipfile.BadZipFile, zlib.error, EOFError) as error:
+        raise _refuse(path, f"damaged bundle ({name}: {error})") from None
+    except OSError as error:
+        raise _refuse(path, f"cannot read it: {error.strerror or error}") from None
+
+
+def frames_lines(path: Path) -> Iterator[bytes]:
+    """The lines of the JSONL export a recording file holds (a bundle's ``frames.jsonl``)."""
+    if zipfile.is_zipfile(path):
+        bundle, members, _ = open_bundle(path)
+        with bundle:
+            try:
+                member = bundle.open(members[FRAMES_MEMBER])
+            except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as error:
+                raise _refuse(path, f"damaged bundle ({FRAMES_MEMBER}: {error})") from None
+            with member:
+                yield from _stream(path, member, FRAMES_MEMBER)
+        return
+    if path.suffix in (".acpbundle", ".zip"):
+        raise _refuse(path, "not a readable bundle (not a zip file, or truncated)")
+    try:
+        handle = path.open("rb")
+    except OSError as error:
+        raise _refuse(path, f"cannot read it: {error.strerror or error}") from None
+    with handle:
+        yield from _stream(path, handle, path.name)
