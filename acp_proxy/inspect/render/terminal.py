@@ -51,6 +51,6 @@ def json_visible(document: str) -> str:
     The value is the same (JSON reads the escape back as the character); the terminal only
     sees ASCII escapes. C0 controls are escaped by every JSON encoder already.
     """
-    if document.isascii():
+    if document.isascii() and "\x7f" not in document:  # DEL is ASCII but a control
         return document
     return _UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
