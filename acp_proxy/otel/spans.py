@@ -342,11 +342,10 @@ class SpanBuilder:
         remote = self._remote(params)
         if method == acp.INITIALIZE and frame.direction == "c2a":
             self._initialize_request(params, remote)
+            remote = None  # the connection took it; initialize is its child
         session_id = frame.session_id
-        if session_id is not None and method in SESSION_OPENING_METHODS:
-            self._session(session_id, frame.wall_ns, remote, method)
-        else:
-            self._seen_session(session_id, frame.wall_ns, remote)
+        if method not in SESSION_OPENING_METHODS:  # those open theirs when they succeed
+            self._seen_session(session_id, frame.wall_ns)
         pending = _Pending(
             frame.seq, method, frame.direction, frame.wall_ns, frame.rpc_id, session_id, remote,
             params if self._content is not None else None, frame.tool_call_id,
@@ -354,6 +353,7 @@ class SpanBuilder:
         self._requests[frame.seq] = pending
         if method == acp.SESSION_PROMPT and frame.direction == "c2a" and session_id is not None:
             self._open_turn(frame, session_id, remote, params)
+            pending.remote = None  # the turn stands for this message: it took the remote parent
 
     def _initialize_request(self, params: Any, remote: SpanRef | None) -> None:
         info = _dict(acp.client_info(params))
@@ -383,9 +383,14 @@ class SpanBuilder:
         if pending.method == acp.INITIALIZE and frame.kind == "response":
             self._initialize_response(result)
         session_id = pending.session_id or frame.session_id
-        if session_id is not None and pending.method in SESSION_OPENING_METHODS:
+        if (
+            session_id is not None
+            and pending.method in SESSION_OPENING_METHODS
+            and frame.kind == "response"
+        ):
             pending.session_id = session_id
             self._session(session_id, pending.start_ns, pending.remote, pending.method)
+            pending.remote = None  # the session took it; this request is its child
         span = self._request_span(pending)
         span.attributes["acp.frame.response_seq"] = frame.seq
         if frame.kind == "error":
@@ -412,7 +417,7 @@ class SpanBuilder:
     def _notification(self, frame: FrameLike, message: dict[str, Any]) -> None:
         params = message.get("params")
         session_id = frame.session_id
-        self._seen_session(session_id, frame.wall_ns, self._remote(params))
+        self._seen_session(session_id, frame.wall_ns)
         attributes: Attributes = {}
         update_kind = frame.update_kind
         if update_kind is not None:
@@ -464,9 +469,10 @@ class SpanBuilder:
             span.start_ns = min(span.start_ns, start_ns)
         return span
 
-    def _seen_session(self, session_id: str | None, time_ns: int, remote: SpanRef | None) -> None:
+    def _seen_session(self, session_id: str | None, time_ns: int) -> None:
+        """A session first seen in a message that does not open it (a session span all the same)."""
         if session_id is not None and session_id not in self._closed_sessions:
-            self._session(session_id, time_ns, remote, None)
+            self._session(session_id, time_ns, None, None)
 
     def _end_session(self, session_id: str, end_ns: int, *, unfinished: bool = False) -> None:
         for turn in [t for t in self._turns.values() if t.session_id == session_id]:
