@@ -27,7 +27,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 
 def value_of(value: AnyValue) -> Any:
@@ -78,6 +78,7 @@ class Receiver:
     status: int = 200
     spans: list[ReceivedSpan] = field(default_factory=list)
     requests: int = 0
+    headers: list[dict[str, str]] = field(default_factory=list)  # of each POST, names lowercase
     lock: threading.Lock = field(default_factory=threading.Lock)
     server: ThreadingHTTPServer | None = None
 
@@ -101,18 +102,26 @@ class Receiver:
                 for span in scope_spans.spans:
                     found.append(
                         ReceivedSpan(
-                            span.name, span.trace_id.hex(), span.span_id.hex(),
-                            span.parent_span_id.hex(), span.kind, span.start_time_unix_nano,
-                            span.end_time_unix_nano, attributes_of(span.attributes),
+                            span.name,
+                            span.trace_id.hex(),
+                            span.span_id.hex(),
+                            span.parent_span_id.hex(),
+                            span.kind,
+                            span.start_time_unix_nano,
+                            span.end_time_unix_nano,
+                            attributes_of(span.attributes),
                             [
                                 ReceivedEvent(e.name, e.time_unix_nano, attributes_of(e.attributes))
                                 for e in span.events
                             ],
                             span.dropped_events_count,
                             [(link.trace_id.hex(), link.span_id.hex()) for link in span.links],
-                            span.status.code, span.status.message, resource,
-                            scope_spans.scope.name, now,
-                        )  # fmt: skip
+                            span.status.code,
+                            span.status.message,
+                            resource,
+                            scope_spans.scope.name,
+                            now,
+                        )
                     )
         with self.lock:
             self.requests += 1
@@ -131,8 +140,10 @@ class Receiver:
 
 def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (the http.server name)
+        def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            with receiver.lock:
+                receiver.headers.append({k.lower(): v for k, v in self.headers.items()})
             if self.headers.get("Content-Encoding") == "gzip":
                 body = gzip.decompress(body)
             if receiver.delay:
@@ -150,7 +161,7 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(reply)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             return
 
     return Handler
