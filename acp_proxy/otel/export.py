@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import socket
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -101,10 +102,29 @@ class _LastMessage(logging.Handler):
             text = record.getMessage()
         except Exception:  # a malformed log call must not break the export
             text = str(record.msg)
-        if "aborting retry" in text and self.message:
-            return  # the stop we asked for: the reason before it is the one worth saying
+        if "aborting retry" in text or "due to timeout" in text:
+            return  # a summary without the reason: the one before it (or ``_diagnose``) says it
         errno = _ERRNO.search(text)
-        self.message = errno.group(0).strip() if errno else " ".join(text.split())[:200]
+        if errno:
+            self.message = errno.group(0).strip()
+        elif not _ERRNO.match(self.message):  # a reason with an errno beats what follows it
+            self.message = " ".join(text.split())[:200]
+
+
+def _diagnose(endpoint: str) -> str:
+    """Why a send failed when the SDK gave up without saying (its time ran out while retrying)."""
+    parts = urlsplit(endpoint)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "localhost", port), timeout=1.0):
+            pass
+    except OSError as error:
+        return (
+            str(error)
+            if isinstance(error, TimeoutError)
+            else f"[Errno {error.errno}] {error.strerror}"
+        )
+    return "the collector did not take the spans within the export timeout"
 
 
 def _quiet_sdk_logs() -> logging.Logger:
@@ -159,7 +179,7 @@ class OtlpSender:
             return f"{type(error).__name__}: {error}"
         if outcome is SpanExportResult.SUCCESS:
             return None
-        return self._complaints.message or "the collector did not accept the spans"
+        return self._complaints.message or _diagnose(self.endpoint)
 
     def shutdown(self) -> None:
         """Stop: an export waiting to retry gives up at once."""

@@ -167,10 +167,16 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        return  # an exporter that gave up on a slow answer closed its end: expected here
+
+
 def start(delay: float = 0.0, status: int = 200) -> Receiver:
     receiver = Receiver(delay=delay, status=status)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(receiver))
-    server.daemon_threads = True
+    server = _Server(("127.0.0.1", 0), _handler(receiver))
     receiver.server = server
     threading.Thread(target=server.serve_forever, name="otlp receiver", daemon=True).start()
     return receiver
