@@ -11,10 +11,12 @@ Rules:
 - A batch the collector does not take is dropped and counted; the exporter then rests for
   ``REST_SECONDS`` (spans ended meanwhile are counted as dropped) instead of waiting on a
   collector that is down batch after batch, and tries again.
-- The first drop of each kind is said once on stderr; ``close`` stores both counts in the
+- The first drop, of either kind, is said once on stderr; ``close`` stores both counts in the
   connection's row (``otlp_frames_dropped``, ``otlp_spans_dropped``) through ``set_connection``.
-- ``close`` gives the exporter up to ``CLOSE_SECONDS`` to build and send the last spans (the
-  sessions, the connection), then stops it; whatever was not sent by then counts as dropped.
+- ``close`` lets the exporter build the last spans (the sessions, the connection) from what is
+  queued (local work, bounded by the queue; at most ``BUILD_SECONDS``), then gives it up to
+  ``CLOSE_SECONDS`` to send them, then stops it: whatever was not sent by then counts as
+  dropped. So a collector that is down or slow delays the proxy's exit by at most that.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ MAX_QUEUED_BYTES = 32 * 1024 * 1024
 SEND_SECONDS = 0.2
 REST_SECONDS = 5.0
 CLOSE_SECONDS = 2.0
+BUILD_SECONDS = 30.0
 
 SetConnection = Callable[..., None]
 
@@ -69,10 +72,12 @@ class LiveExport:
         self.frames_dropped = 0
         self.spans_dropped = 0
         self.spans_sent = 0
-        self._said: set[str] = set()
+        self._said = False
         self._resting_until = 0.0
         self._unsent = self._open_spans = 0
         self._finished = self._abandoned = False
+        self._built = threading.Event()  # the last spans are built (only sending remains)
+        self._sending = False
         self._thread = threading.Thread(target=self._run, name="acp-proxy otlp", daemon=True)
         self._thread.start()
 
@@ -95,15 +100,20 @@ class LiveExport:
                 dropped = False
         if dropped:
             self._say_once(
-                "frames",
-                f"OTLP export to {self._sender.endpoint} is falling behind: some frames are "
-                "left out of the trace (the recording is complete)",
+                f"OTLP export to {self._sender.endpoint} is falling behind (a slow or unreachable "
+                "collector?): frames are left out of the trace (the recording is complete)"
             )
 
     def close(self) -> None:
         with self._wake:
             self._closing = True
             self._wake.notify()
+        # Building the last spans is local work bounded by the queue: it may take its time.
+        # Sending them waits on the collector: that gets ``close_seconds``.
+        deadline = time.monotonic() + BUILD_SECONDS
+        while not self._built.wait(0.05):
+            if self._sending or time.monotonic() > deadline:
+                break  # it waits on the collector: that time is counted from now
         self._thread.join(self._close_seconds)
         late = self._thread.is_alive()
         self._sender.shutdown()  # a send still retrying gives up now
@@ -118,9 +128,9 @@ class LiveExport:
             self._queued_frames = self._queued_bytes = 0
         if late:
             self._say_once(
-                "spans", f"OTLP export to {self._sender.endpoint} did not finish in time; the "
-                "last spans are dropped (the recording is complete)",
-            )  # fmt: skip
+                f"OTLP export to {self._sender.endpoint} did not finish in time: the last spans "
+                "are dropped (the recording is complete)"
+            )
         counts: dict[str, Any] = {}
         if self.frames_dropped:
             counts["otlp_frames_dropped"] = self.frames_dropped
@@ -153,6 +163,7 @@ class LiveExport:
                 self._finished = True
             self._unsent, self._open_spans = len(pending), self._builder.open_spans()
             if closing:
+                self._built.set()
                 self._send(pending)
                 return
             if pending and (
@@ -167,16 +178,19 @@ class LiveExport:
         if time.monotonic() < self._resting_until:
             self._count(sent=0, dropped=len(batch))
             return
-        error = self._sender.send(batch)
+        self._sending = True
+        try:
+            error = self._sender.send(batch)
+        finally:
+            self._sending = False
         if error is None:
             self._count(sent=len(batch), dropped=0)
             return
         self._count(sent=0, dropped=len(batch))
         self._resting_until = time.monotonic() + self._rest_seconds
         self._say_once(
-            "spans",
-            f"OTLP export to {self._sender.endpoint} failed ({error}); spans are dropped "
-            "(the recording is complete)",
+            f"OTLP export to {self._sender.endpoint} failed ({error}): spans are dropped "
+            "(the recording is complete)"
         )
 
     def _count(self, *, sent: int, dropped: int) -> None:
@@ -187,10 +201,13 @@ class LiveExport:
             self.spans_dropped += dropped
             self._unsent = 0
 
-    def _say_once(self, kind: str, message: str) -> None:
-        if kind not in self._said:
-            self._said.add(kind)
-            self._report(message)
+    def _say_once(self, message: str) -> None:
+        """The first trouble is said; the counts in the connection's row tell the rest."""
+        with self._wake:
+            if self._said:
+                return
+            self._said = True
+        self._report(message)
 
 
 def start_live_export(

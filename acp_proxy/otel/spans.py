@@ -51,6 +51,8 @@ SESSION_OPENING_METHODS = acp.SESSION_CREATING_METHODS | {acp.SESSION_LOAD, acp.
 SESSION_CLOSE = "session/close"
 _CALLER = {"c2a": "client", "a2c": "agent"}
 _JSON_KINDS = frozenset({"request", "notification", "response", "error"})
+# Updates whose body shapes a span (the others, streamed chunks mostly, need only their columns).
+_PARSED_UPDATES = frozenset({"tool_call", "tool_call_update", "state_update", "usage_update"})
 
 
 class FrameLike(Protocol):
@@ -282,6 +284,12 @@ class SpanBuilder:
         elif kind not in _JSON_KINDS:
             self._malformed += 1
             self._event(self._connection, "acp.frame.malformed", frame, {"acp.frame.kind": kind})
+        elif (
+            kind == "notification"
+            and self._content is None
+            and (frame.update_kind not in _PARSED_UPDATES)
+        ):
+            self._notification(frame, {})  # its stored columns say all a span needs (streams)
         else:
             message = _dict(_loads(frame.raw))
             if kind == "request":
