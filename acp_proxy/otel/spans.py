@@ -229,7 +229,6 @@ class _Turn:
     seq: int
     session_id: str
     span: Span
-    answered: bool = False
     texts: list[str] = field(default_factory=list)
     thoughts: list[str] = field(default_factory=list)
 
@@ -265,7 +264,8 @@ class SpanBuilder:
         self._spans_out = False  # once a span is out, the connection's trace is fixed
         self._sessions: dict[str, Span] = {}
         self._closed_sessions: set[str] = set()
-        self._prompts: dict[str, int] = {}
+        self._openings: dict[str, int] = {}
+        self._prompts: dict[int, int] = {}  # by session span id
         self._requests: dict[int, _Pending] = {}
         self._turns: dict[int, _Turn] = {}  # open turns by prompt seq, oldest first
         self._tools: dict[tuple[str, str], _Tool] = {}
@@ -281,6 +281,8 @@ class SpanBuilder:
         kind = frame.kind
         if kind == "stderr":
             self._stderr(frame)
+        elif kind == "batch":  # valid JSON-RPC, but ACP has no batches: noted, not traced
+            self._event(self._connection, "acp.frame.batch", frame, {})
         elif kind not in _JSON_KINDS:
             self._malformed += 1
             self._event(self._connection, "acp.frame.malformed", frame, {"acp.frame.kind": kind})
@@ -463,10 +465,13 @@ class SpanBuilder:
     ) -> Span:
         span = self._sessions.get(session_id)
         if span is None:
+            # A session opened again after its close (``session/load``) is a span of its own.
+            opened = self._openings[session_id] = self._openings.get(session_id, 0) + 1
+            key = f"session\0{session_id}" + (f"\0{opened}" if opened > 1 else "")
+            self._closed_sessions.discard(session_id)
             span = Span(
-                SESSION_SPAN, self._connection.trace_id,
-                span_id_of(self._uid, f"session\0{session_id}"), self._connection.ref, False,
-                INTERNAL, start_ns,
+                SESSION_SPAN, self._connection.trace_id, span_id_of(self._uid, key),
+                self._connection.ref, False, INTERNAL, start_ns,
                 attributes={"gen_ai.conversation.id": session_id, "acp.session.id": session_id},
             )  # fmt: skip
             if remote is not None:
@@ -482,6 +487,12 @@ class SpanBuilder:
         if session_id is not None and session_id not in self._closed_sessions:
             self._session(session_id, time_ns, None, None)
 
+    def _session_or_connection(self, session_id: str, time_ns: int) -> Span:
+        """The parent for a span of this session (the connection once the session is closed)."""
+        if session_id in self._closed_sessions:
+            return self._connection
+        return self._session(session_id, time_ns, None, None)
+
     def _end_session(self, session_id: str, end_ns: int, *, unfinished: bool = False) -> None:
         for turn in [t for t in self._turns.values() if t.session_id == session_id]:
             self._end_turn(turn, end_ns, unfinished=True)
@@ -496,7 +507,7 @@ class SpanBuilder:
     def _open_turn(
         self, frame: FrameLike, session_id: str, remote: SpanRef | None, params: Any
     ) -> None:
-        session = self._session(session_id, frame.wall_ns, None, None)
+        session = self._session_or_connection(session_id, frame.wall_ns)
         name = f"{TURN_SPAN} {self._agent['name']}" if "name" in self._agent else TURN_SPAN
         attributes: Attributes = {
             "gen_ai.operation.name": "invoke_agent",
@@ -516,8 +527,9 @@ class SpanBuilder:
             parts = [_part(block) for block in prompt] if isinstance(prompt, list) else []
             span.attributes["gen_ai.input.messages"] = _json([{"role": "user", "parts": parts}])
         self._turns[frame.seq] = _Turn(frame.seq, session_id, span)
-        self._prompts[session_id] = self._prompts.get(session_id, 0) + 1
-        session.attributes["acp.session.prompts"] = self._prompts[session_id]
+        if session is not self._connection:
+            self._prompts[session.span_id] = self._prompts.get(session.span_id, 0) + 1
+            session.attributes["acp.session.prompts"] = self._prompts[session.span_id]
 
     def _newest_turn(self, session_id: str | None) -> _Turn | None:
         if session_id is None:
@@ -529,7 +541,6 @@ class SpanBuilder:
         return newest
 
     def _prompt_answered(self, turn: _Turn, frame: FrameLike) -> None:
-        turn.answered = True
         span = turn.span
         if frame.message_id is not None:
             span.attributes["acp.message.id"] = frame.message_id
@@ -606,7 +617,7 @@ class SpanBuilder:
         tool = self._tools.get(key)
         if tool is None:
             turn = self._newest_turn(session_id)
-            parent = turn.span if turn else self._session(session_id, frame.wall_ns, None, None)
+            parent = turn.span if turn else self._session_or_connection(session_id, frame.wall_ns)
             span = Span(
                 TOOL_SPAN, parent.trace_id,
                 span_id_of(self._uid, f"tool\0{session_id}\0{tool_call_id}"), parent.ref, False,

@@ -353,11 +353,11 @@ def test_a_closed_session_ends_at_its_close_response() -> None:
     assert [e.attributes.get("acp.session_update") for e in late] == ["agent_message_chunk"]
 
 
-def test_malformed_frames_and_unmatched_responses_are_connection_events() -> None:
-    exchange = [(C2A, b"not json\n"), (A2C, result(42, {})), (C2A, b"[1,2]\n")]
+def test_malformed_frames_batches_and_unmatched_responses_are_connection_events() -> None:
+    exchange = [(C2A, b"not json\n"), (A2C, result(42, {})), (C2A, b"[1,2]\n"), (C2A, b"{}\n")]
     connection = by_name(build(exchange))["acp connection"]
     assert [e.name for e in connection.events] == [
-        "acp.frame.malformed", "acp.response.unmatched", "acp.frame.malformed",
+        "acp.frame.malformed", "acp.response.unmatched", "acp.frame.batch", "acp.frame.malformed",
     ]  # fmt: skip
     assert connection.attributes["acp.frames.malformed"] == 2
 
@@ -396,3 +396,28 @@ def test_odd_shapes_of_known_methods_never_raise(
         exchange.append((direction, line(body)))
     spans = build(exchange, Options(content=lambda v, m: v))
     assert len({s.span_id for s in spans}) == len(spans)
+
+
+def test_a_session_loaded_again_after_its_close_is_a_new_span() -> None:
+    load = {"sessionId": "s1", "cwd": "/w", "mcpServers": []}
+    exchange = [
+        *handshake(),
+        (C2A, request(2, "session/close", {"sessionId": "s1"})),
+        (A2C, result(2, {})),
+        (C2A, prompt(3, "to a closed session")),
+        (A2C, result(3, {"stopReason": "end_turn"})),
+        (C2A, request(4, "session/load", load)),
+        (A2C, result(4, {})),
+        (C2A, prompt(5, "again")),
+        (A2C, result(5, {"stopReason": "end_turn"})),
+    ]
+    spans = build(exchange)
+    assert len({s.span_id for s in spans}) == len(spans)
+    sessions = [s for s in spans if s.name == "acp session"]
+    assert [s.attributes.get("acp.session.opened_by") for s in sessions] == [
+        "session/new", "session/load",
+    ]  # fmt: skip
+    turns = [s for s in spans if s.name == "invoke_agent bot"]
+    connection = by_name([s for s in spans if s.name == "acp connection"])["acp connection"]
+    assert turns[0].parent == connection.ref  # its session was closed
+    assert turns[1].parent == sessions[1].ref
