@@ -268,6 +268,7 @@ class SpanBuilder:
         self._prompts: dict[int, int] = {}  # by session span id
         self._requests: dict[int, _Pending] = {}
         self._turns: dict[int, _Turn] = {}  # open turns by prompt seq, oldest first
+        self._newest: dict[str, _Turn] = {}  # the newest open turn of each session
         self._tools: dict[tuple[str, str], _Tool] = {}
         self._ended_tools: set[tuple[str, str]] = set()
         self._out: list[Span] = []
@@ -279,6 +280,13 @@ class SpanBuilder:
         self._frames += 1
         self._last_ns = max(self._last_ns, frame.wall_ns)
         kind = frame.kind
+        if (
+            kind == "notification"
+            and self._content is None
+            and frame.update_kind not in _PARSED_UPDATES
+        ):
+            self._streamed(frame)  # the stored columns say all a span needs: the common case
+            return []
         if kind == "stderr":
             self._stderr(frame)
         elif kind == "batch":  # valid JSON-RPC, but ACP has no batches: noted, not traced
@@ -286,12 +294,6 @@ class SpanBuilder:
         elif kind not in _JSON_KINDS:
             self._malformed += 1
             self._event(self._connection, "acp.frame.malformed", frame, {"acp.frame.kind": kind})
-        elif (
-            kind == "notification"
-            and self._content is None
-            and (frame.update_kind not in _PARSED_UPDATES)
-        ):
-            self._notification(frame, {})  # its stored columns say all a span needs (streams)
         else:
             message = _dict(_loads(frame.raw))
             if kind == "request":
@@ -424,6 +426,27 @@ class SpanBuilder:
         if pending.method == SESSION_CLOSE and session_id is not None:
             self._end_session(session_id, frame.wall_ns)
 
+    def _streamed(self, frame: FrameLike) -> None:
+        """A notification that ends nothing and needs no parse (a streamed chunk, mostly)."""
+        session_id = frame.session_id
+        target: Span | None
+        if session_id is None:
+            target = self._connection
+        else:
+            turn = self._newest.get(session_id)
+            target = turn.span if turn is not None else self._sessions.get(session_id)
+            if target is None:
+                target = self._session_or_connection(session_id, frame.wall_ns)
+        if len(target.events) >= self._options.max_events:
+            target.dropped_events += 1  # before building attributes nobody will see
+            return
+        attributes: Attributes = {}
+        if frame.update_kind is not None:
+            attributes["acp.session_update"] = frame.update_kind
+        if frame.message_id is not None:
+            attributes["acp.message.id"] = frame.message_id
+        self._event(target, frame.method or "notification", frame, attributes)
+
     def _notification(self, frame: FrameLike, message: dict[str, Any]) -> None:
         params = message.get("params")
         session_id = frame.session_id
@@ -526,19 +549,13 @@ class SpanBuilder:
             prompt = _dict(self._content(params, acp.SESSION_PROMPT)).get("prompt")
             parts = [_part(block) for block in prompt] if isinstance(prompt, list) else []
             span.attributes["gen_ai.input.messages"] = _json([{"role": "user", "parts": parts}])
-        self._turns[frame.seq] = _Turn(frame.seq, session_id, span)
+        self._turns[frame.seq] = self._newest[session_id] = _Turn(frame.seq, session_id, span)
         if session is not self._connection:
             self._prompts[session.span_id] = self._prompts.get(session.span_id, 0) + 1
             session.attributes["acp.session.prompts"] = self._prompts[session.span_id]
 
     def _newest_turn(self, session_id: str | None) -> _Turn | None:
-        if session_id is None:
-            return None
-        newest = None
-        for turn in self._turns.values():
-            if turn.session_id == session_id:
-                newest = turn
-        return newest
+        return None if session_id is None else self._newest.get(session_id)
 
     def _prompt_answered(self, turn: _Turn, frame: FrameLike) -> None:
         span = turn.span
@@ -567,6 +584,11 @@ class SpanBuilder:
     def _end_turn(self, turn: _Turn, end_ns: int, *, unfinished: bool = False) -> None:
         if self._turns.pop(turn.seq, None) is None:
             return
+        if self._newest.get(turn.session_id) is turn:
+            del self._newest[turn.session_id]
+            for other in self._turns.values():  # an older turn of the session still open
+                if other.session_id == turn.session_id:
+                    self._newest[turn.session_id] = other
         for key, tool in list(self._tools.items()):
             if tool.turn_seq == turn.seq:
                 self._end_tool(key, end_ns, unfinished=True)
