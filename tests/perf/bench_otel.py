@@ -6,7 +6,9 @@ Three wrappers in the same run, interleaved (the order rotates from repeat to re
 streaming ``--count`` frames of the harness's fake agent (tests/perf/agent.py) to its client:
 
 - ``direct``: the client spawns the agent itself;
-- ``acp-proxy``: ``acp-proxy record --db {tmpdir}/r.sqlite --``;
+- ``acp-proxy``: ``record --db {tmpdir}/r.sqlite --``, through tests/perf/variants.py
+  ``as-built`` (the real command, nothing patched) so that it counts how often forwarding found
+  the tap's ring full and waited for the recorder process;
 - ``acp-proxy --otlp``: the same with ``--otlp URL``, URL a real OTLP/HTTP receiver
   (tests/support/otlp_receiver.py) in a process of its own, decoding every request.
 
@@ -14,15 +16,17 @@ It prints, as medians over repeats, each wrapper's delivery throughput (MB/s at 
 and its ratio to direct in the same repeat, the ratio of ``--otlp`` to plain ``acp-proxy`` in
 the same repeat (the figure that matters: 1.00 is "no measurable difference"), the exit drain
 (time from the client closing stdin to the proxy's exit, which includes sending the last
-spans) and how many spans the receiver took. Every proxy run's database is checked for every
+spans), how many spans the receiver took, and the full-ring waits: the one way the recorder
+process (where live export runs) can hold forwarding up, counted rather than inferred from
+throughput on a noisy machine. Every proxy run's database is checked for every
 frame and byte, as tests/perf/run.py does. Not run by pytest.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import shlex
 import signal
 import statistics
 import subprocess
@@ -32,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.perf.run import Run, Wrapper, default_proxy_prefix, run_one
+from tests.perf.run import Run, Wrapper, run_one
 
 DIRECT, PLAIN, OTLP = "direct", "acp-proxy", "acp-proxy --otlp"
 
@@ -79,12 +83,16 @@ def main(args: list[str] | None = None) -> int:
     options = parser.parse_args(args)
     root = Path(tempfile.mkdtemp(prefix="acp-perf-otel-"))
     receiver = ReceiverProcess(root)
-    prefix = shlex.split(default_proxy_prefix())
+    # Both proxies through the same launcher, which also counts the full-ring waits.
+    waits = root / "full-waits-{name}.jsonl"
+    variants = [sys.executable, "-m", "tests.perf.variants", "as-built", "--full-waits"]
+    record = ["record", "--db", "{tmpdir}/r.sqlite"]
     wrappers = [
         Wrapper(DIRECT, ()),
-        Wrapper(PLAIN, tuple(prefix)),
-        Wrapper(OTLP, (*prefix[:-1], "--otlp", receiver.url, "--")),
-    ]
+        Wrapper(PLAIN, (*variants, str(waits).format(name="plain"), *record, "--")),
+        Wrapper(OTLP, (*variants, str(waits).format(name="otlp"), *record, "--otlp",
+                       receiver.url, "--")),
+    ]  # fmt: skip
     runs: list[Run] = []
     load_start = os.getloadavg()[0]
     try:
@@ -104,12 +112,22 @@ def main(args: list[str] | None = None) -> int:
                     )
     finally:
         spans = receiver.stop()
-    print(table(runs, options, spans, (load_start, os.getloadavg()[0])))
+    full = {name: _waits(root / f"full-waits-{name}.jsonl") for name in ("plain", "otlp")}
+    print(table(runs, options, spans, (load_start, os.getloadavg()[0]), full))
     print(f"(wrappers' stderr: {root / 'stderr.log'})", file=sys.stderr)
     return 0 if all(r["ok"] and r.get("db_ok", True) for r in runs) else 1
 
 
-def table(runs: list[Run], options: Any, spans: int, load: tuple[float, float]) -> str:
+def _waits(path: Path) -> list[int]:
+    if not path.exists():
+        return []
+    return [json.loads(line)["full_waits"] for line in path.read_text().splitlines() if line]
+
+
+def table(
+    runs: list[Run], options: Any, spans: int, load: tuple[float, float],
+    full: dict[str, list[int]],
+) -> str:  # fmt: skip
     by: dict[tuple[str, int], Run] = {(r["wrapper"], r["rep"]): r for r in runs if r["ok"]}
 
     def per_repeat(name: str, base: str) -> list[float]:
@@ -142,6 +160,11 @@ def table(runs: list[Run], options: Any, spans: int, load: tuple[float, float]) 
         f"| DB verified | | {verified[0]}/{options.repeat} | {verified[1]}/{options.repeat} |"
     )
     lines.append(f"| spans received | | | {spans} |")
+    plain, otlp = full["plain"], full["otlp"]
+    lines.append(
+        f"| forwarding waited on a full tap ring (total, per run) | | {sum(plain)} "
+        f"({', '.join(map(str, plain))}) | {sum(otlp)} ({', '.join(map(str, otlp))}) |"
+    )
     lines.append("")
     lines.append(f"Load average (1 min) at start {load[0]:.2f}, at end {load[1]:.2f}.")
     return "\n".join(lines)
