@@ -9,7 +9,8 @@ real OTLP/HTTP receiver in the test (standard-library HTTP server on 127.0.0.1, 
 * content is absent unless asked for, and redacted when it is;
 * the standard ``OTEL_*`` variables choose the endpoint, headers and resource;
 * ``record --otlp`` sends spans while the connection is still open, the same spans as a later
-  export; a ``traceparent`` in a prompt's ``_meta`` puts that turn under the caller's trace;
+  export (with ``--otlp-content``, redacted, both ways); a ``traceparent`` in a prompt's
+  ``_meta`` puts that turn under the caller's trace;
 * with the collector down or slow, forwarding stays byte-exact, the recording complete, and the
   drops are said once and counted in the connection's row.
 
@@ -343,7 +344,7 @@ def test_record_otlp_sends_live_spans_and_a_traceparent_adopts_the_turn(
     project, env = home
     db = tmp_path / "live.sqlite"
     proxy = [sys.executable, "-m", "acp_proxy", "record", "--db", str(db), "--otlp", receiver.url]
-    client = RawClient([*proxy, "--", *AGENT], project, env)
+    client = RawClient([*proxy, "--otlp-content", "--", *AGENT], project, env)
     client.call("initialize", {
         "protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": True}},
         "clientInfo": {"name": "raw-editor", "version": "3"},
@@ -372,11 +373,20 @@ def test_record_otlp_sends_live_spans_and_a_traceparent_adopts_the_turn(
     connection = by_name["acp connection"]
     assert session_span.trace_id == connection.trace_id != REMOTE_TRACE
     assert connection.attributes["acp.client.name"] == "raw-editor"
+    # --otlp-content, live: the content is there, through the redactor.
+    assert "look at @notes.txt" in turn.attributes["gen_ai.input.messages"]
+    assert (
+        "first line of the notes" in by_name["fs/read_text_file"].attributes["acp.response.result"]
+    )
+    new_session = by_name["session/new"].attributes["acp.request.params"]
+    assert "/home/[redacted:user:1]/project" in new_session
+    assert ANTHROPIC not in everything(spans)
+    assert f"/{USER}/" not in everything(spans)
 
     later = otlp_receiver.start()
     try:
         args = ["export", "--db", str(db), "--format", "otlp", "--endpoint", later.url]
-        acp_proxy(args, env, project)
+        acp_proxy([*args, "--otlp-content"], env, project)
         exported = later.wait_for(len(TREE))
     finally:
         otlp_receiver.stop(later)
