@@ -7,9 +7,10 @@ Rules:
   see ``initialize`` answered.
 - Only the unambiguous form is launched early: ``record`` first, then only options this module
   understands exactly as the command does (``--db``, ``--label``, ``--grace``, with a value
-  after a space or ``=``, and the flag ``--check``), then ``--`` and a command. Anything else
-  (``--help``, an unknown or malformed option) goes through the command line as usual, which
-  also reports mistakes.
+  after a space or ``=``; the flags ``--check`` and ``--otlp-content``; ``--otlp`` alone or
+  with a URL after ``=`` or a space), then ``--`` and a command. Anything else (``--help``, an
+  unknown or malformed option, ``--otlp`` without the ``otel`` extra) goes through the command
+  line as usual, which also reports mistakes.
 - That form is then run without the command-line library at all (its options were just read
   here, exactly as the command would read them: tests/test_record.py compares the two), which
   keeps its import time and memory out of every proxied session. Everything else goes through
@@ -29,7 +30,8 @@ from acp_proxy.stderr import report
 
 # The options of ``record`` that the early launch understands (tests check they still exist).
 EARLY_OPTIONS = ("--db", "--label", "--grace")
-EARLY_FLAGS = ("--check",)
+EARLY_FLAGS = ("--check", "--otlp-content")
+OPTIONAL_VALUE = "--otlp"  # a flag, or an option with a value (as click reads it)
 
 
 class EarlyRecord(NamedTuple):
@@ -38,6 +40,8 @@ class EarlyRecord(NamedTuple):
     label: str | None
     grace: float
     check: bool
+    otlp: str | None = None
+    otlp_content: bool = False
 
 
 def early_record_settings(args: Sequence[str]) -> EarlyRecord | None:
@@ -58,6 +62,11 @@ def early_record_settings(args: Sequence[str]) -> EarlyRecord | None:
         if name in EARLY_FLAGS and not equals:
             values[name] = ""
             continue
+        if name == OPTIONAL_VALUE:
+            if not equals and options and not options[0].startswith("-"):
+                value = options.pop(0)
+            values[name] = value
+            continue
         if name not in EARLY_OPTIONS:
             return None
         if not equals:
@@ -71,10 +80,19 @@ def early_record_settings(args: Sequence[str]) -> EarlyRecord | None:
         return None
     if not grace >= 0:  # also refuses nan
         return None
+    otlp = values.get(OPTIONAL_VALUE)
+    if "--otlp-content" in values and otlp is None:
+        return None  # a mistake: the command line says so
+    if otlp is not None:
+        from acp_proxy.otel import missing_extra
+
+        if missing_extra() is not None:
+            return None
     configured = values.get("--db") or os.environ.get(DB_ENV)
     return EarlyRecord(
-        agent, configured or default_db_file(), values.get("--label"), grace, "--check" in values
-    )
+        agent, configured or default_db_file(), values.get("--label"), grace, "--check" in values,
+        otlp, "--otlp-content" in values,
+    )  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -83,16 +101,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     if settings is not None:
         from acp_proxy.record.launch import launch  # only here: other commands do not need it
 
+        otlp: dict[str, object] | None = None
+        if settings.otlp is not None:
+            otlp = {"endpoint": settings.otlp or None, "content": settings.otlp_content}
         launched = launch(
-            settings.agent, report, settings.db_path, settings.label, check=settings.check
-        )
+            settings.agent, report, settings.db_path, settings.label, check=settings.check,
+            otlp=otlp,
+        )  # fmt: skip
         from pathlib import Path
 
         from acp_proxy.record.session import RecordOptions, record
 
         options = RecordOptions(
             settings.agent, Path(settings.db_path), label=settings.label, grace=settings.grace,
-            check=settings.check,
+            check=settings.check, otlp=settings.otlp, otlp_content=settings.otlp_content,
         )  # fmt: skip
         sys.exit(record(options, report, launched))
     from acp_proxy.cli.main import main as command_line

@@ -2,7 +2,9 @@
 
 Rules:
 - ``export`` writes to ``-o FILE`` or stdout; the format comes from ``--format``, else from the
-  file's extension (.jsonl, .md, .html), else Markdown.
+  file's extension (.jsonl, .md, .html), else Markdown. ``--format otlp`` instead sends the
+  connection as a trace to an OTLP collector (``--endpoint``, else the OTEL_* variables) and
+  says on stdout what it sent.
 - Long exports and imports show a progress bar on stderr when it is a terminal, never
   otherwise (stdout may be the export itself).
 - Errors are ``AcpProxyError``: one line on stderr, exit status 1.
@@ -21,7 +23,7 @@ import click
 import orjson
 
 from acp_proxy.cli.inspect import quiet_pipe
-from acp_proxy.cli.main import db_option, open_ref, resolve_db
+from acp_proxy.cli.main import db_option, open_ref, require_otel, resolve_db
 from acp_proxy.errors import AcpProxyError
 from acp_proxy.inspect import export as exporting
 from acp_proxy.store import readers as store_read
@@ -43,24 +45,39 @@ def progress_bar(length: int, label: str) -> Iterator[Callable[[int], None]]:
 @click.command("export")
 @db_option
 @click.argument("ref", required=False)
-@click.option("--format", "fmt", type=click.Choice(exporting.FORMATS),
+@click.option("--format", "fmt", type=click.Choice([*exporting.FORMATS, "otlp"]),
               help="jsonl: the exact frames, re-importable; markdown: the conversation as the "
-              "user saw it; html: one self-contained page with the conversation and every frame. "
+              "user saw it; html: one self-contained page with the conversation and every frame; "
+              "otlp: send it as an OpenTelemetry trace to a collector (docs/otel.md). "
               "[default: from the -o extension, else markdown]")  # fmt: skip
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Write to this file instead of stdout.")  # fmt: skip
 @click.option("--redact", is_flag=True, help="Replace secrets with [redacted:KIND:N] "
               "placeholders first, like `acp-proxy redact` (see docs/bug-reports.md).")  # fmt: skip
+@click.option("--endpoint", metavar="URL", help="--format otlp: the collector's base URL (e.g. "
+              "http://localhost:4318) [default: from OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or "
+              "OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318].")  # fmt: skip
+@click.option("--otlp-content", is_flag=True, help="--format otlp: include prompt text, agent "
+              "output, tool input and output and file contents, through the bug-report "
+              "redactor.")  # fmt: skip
 def export_command(
-    db: Path | None, ref: str | None, fmt: str | None, output: Path | None, redact: bool
-) -> None:
-    """Export one recorded connection as JSONL, Markdown or HTML.
+    db: Path | None, ref: str | None, fmt: str | None, output: Path | None, redact: bool,
+    endpoint: str | None, otlp_content: bool,
+) -> None:  # fmt: skip
+    """Export one recorded connection as JSONL, Markdown or HTML, or send it as a trace.
 
     REF: a connection id, session id, label or uid; `last` (the default) is the newest; or a
     bug-report bundle or JSONL export file.
     """
     if fmt is None:
         fmt = EXTENSIONS.get(output.suffix.lower(), "markdown") if output else "markdown"
+    if fmt == "otlp":
+        if output is not None:
+            raise click.UsageError("--format otlp sends to a collector: -o does not apply")
+        _export_otlp(db, ref, endpoint, otlp_content)
+        return
+    if endpoint is not None or otlp_content:
+        raise click.UsageError("--endpoint and --otlp-content go with --format otlp")
     if redact:
         _export_redacted(db, ref, fmt, output)
         return
@@ -79,6 +96,30 @@ def export_command(
                 exporting.export(database, connection_id, fmt, out, progress)
         except OSError as error:
             raise AcpProxyError(f"cannot write {output}: {error}") from error
+
+
+def _export_otlp(db: Path | None, ref: str | None, endpoint: str | None, content: bool) -> None:
+    """Send one connection as a trace; content (if asked for) is always redacted."""
+    require_otel()
+    from acp_proxy.otel.export import OtlpSender, builder_options, export_frames
+    from acp_proxy.otel.spans import ConnectionInfo, trace_id_of
+
+    opened = open_ref(db, ref)
+    database, connection_id = opened.db, opened.connection_id
+    row = store_read.connection(database, connection_id)
+    sender = OtlpSender(endpoint)
+    try:
+        frames = store_read.frames(database, connection_id)
+        info = ConnectionInfo(row.uid, row.started_ns, row.label)
+        result = export_frames(frames, info, builder_options(content), sender)
+    finally:
+        sender.shutdown()
+    if result.error is not None:
+        raise AcpProxyError(f"cannot send spans to {sender.endpoint}: {result.error}")
+    click.echo(
+        f"sent {result.sent} spans of connection {connection_id} to {sender.endpoint} "
+        f"(trace {trace_id_of(row.uid):032x})"
+    )
 
 
 def _export_redacted(db: Path | None, ref: str | None, fmt: str, output: Path | None) -> None:

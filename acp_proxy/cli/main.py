@@ -25,7 +25,16 @@ from acp_proxy.stderr import report
 if TYPE_CHECKING:
     from acp_proxy.store.refs import Opened
 
-__all__ = ["EXIT_USAGE", "LAZY_COMMANDS", "db_option", "main", "open_ref", "report", "resolve_db"]
+__all__ = [
+    "EXIT_USAGE",
+    "LAZY_COMMANDS",
+    "db_option",
+    "main",
+    "open_ref",
+    "report",
+    "require_otel",
+    "resolve_db",
+]
 
 EXIT_USAGE = 2
 
@@ -155,12 +164,30 @@ def main() -> None:
     help="Apply the spec rules (see `acp-proxy check`) to every frame as it is recorded: "
     "findings are said on stderr as they happen and stored in the recording.",
 )
+@click.option(
+    "--otlp",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[URL]",
+    help="Also send the conversation as an OpenTelemetry trace while it is recorded, over "
+    "OTLP/HTTP to URL (a collector's base URL, e.g. http://localhost:4318) or, alone, to "
+    "where the OTEL_EXPORTER_OTLP_* variables say. Needs the `otel` extra. See docs/otel.md.",
+)
+@click.option(
+    "--otlp-content",
+    is_flag=True,
+    help="With --otlp: include prompt text, agent output, tool input and output and file "
+    "contents in the spans, passed through the bug-report redactor first.",
+)
 @click.argument("agent_command", nargs=-1, required=True, type=click.UNPROCESSED)
 def record(
     db: Path | None,
     label: str | None,
     grace: float,
     check: bool,
+    otlp: str | None,
+    otlp_content: bool,
     agent_command: tuple[str, ...],
 ) -> None:
     """Run AGENT_COMMAND behind the proxy and record the conversation.
@@ -176,8 +203,25 @@ def record(
     from acp_proxy.record.session import RecordOptions
     from acp_proxy.record.session import record as run_record
 
-    options = RecordOptions(agent_command, resolve_db(db), label=label, grace=grace, check=check)
+    if otlp_content and otlp is None:
+        raise click.UsageError("--otlp-content needs --otlp")
+    if otlp is not None:
+        require_otel()
+    options = RecordOptions(
+        agent_command, resolve_db(db), label=label, grace=grace, check=check, otlp=otlp,
+        otlp_content=otlp_content,
+    )  # fmt: skip
     sys.exit(run_record(options, report))
+
+
+def require_otel() -> None:
+    """Exit with one line (status 2) when the ``otel`` extra is not installed."""
+    from acp_proxy.otel import missing_extra
+
+    missing = missing_extra()
+    if missing is not None:
+        report(missing)
+        sys.exit(2)
 
 
 @main.command()

@@ -52,9 +52,11 @@ def launch(
     label: str | None = None,
     *,
     check: bool = False,
+    otlp: dict[str, object] | None = None,
 ) -> Launched:
     """Start everything that moves bytes, and tell the recorder where to record.
 
+    ``otlp``: the recorder also exports spans live (``record --otlp``: endpoint, content).
     Never raises for the agent's sake: a spawn failure is kept in the result.
     """
     clock_origin = (time.monotonic_ns(), time.time_ns())
@@ -67,14 +69,13 @@ def launch(
     recorder = start_recorder_process(
         clock_origin, report, [pipe.fileno() for pipe in pipes if pipe is not None]
     )
-    recorder.tap.configure(
-        db=db_path,
-        check=check,
-        connection={
-            "argv": list(argv), "cwd": os.getcwd(), "proxy_version": __version__,
-            "proxy_pid": os.getpid(), "label": label, "started_ns": clock_origin[1],
-        },
-    )  # fmt: skip
+    connection = {
+        "argv": list(argv), "cwd": os.getcwd(), "proxy_version": __version__,
+        "proxy_pid": os.getpid(), "label": label, "started_ns": clock_origin[1],
+    }  # fmt: skip
+    if otlp is not None:  # the trace id is the uid: the exporter must know it from the start
+        connection["uid"] = os.urandom(16).hex()
+    recorder.tap.configure(db=db_path, check=check, connection=connection, otlp=otlp)
     recorder.tap.update(agent_pid=process.pid)
     forwarding = Forwarding(process, recorder.tap, report)
     return Launched(argv, clock_origin, process, recorder, forwarding)

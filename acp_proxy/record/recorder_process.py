@@ -188,6 +188,14 @@ def record_from_tap(
             from acp_proxy.record.live_check import LiveCheck
 
             recorder.live_check = LiveCheck(report)
+        if settings.get("otlp") is not None:
+            from acp_proxy.otel.live import start_live_export
+
+            sink = start_live_export(
+                settings["otlp"], settings["connection"], report, recorder.set_connection
+            )
+            if sink is not None:
+                recorder.sinks.append(sink)
     recorder.run()
     reader.join()
     recorded = recorder.status.error is None

@@ -37,6 +37,14 @@ class RecordOptions:
     grace: float = DEFAULT_GRACE
     check: bool = False
     flush_deadline: float = FLUSH_DEADLINE
+    otlp: str | None = None  # ``--otlp [URL]``: "" for the environment's endpoint
+    otlp_content: bool = False
+
+    def otlp_settings(self) -> dict[str, object] | None:
+        """What the recorder process needs to export spans live, or None."""
+        if self.otlp is None:
+            return None
+        return {"endpoint": self.otlp or None, "content": self.otlp_content}
 
 
 def record(options: RecordOptions, report: Reporter, launched: Launched | None = None) -> int:
@@ -46,8 +54,9 @@ def record(options: RecordOptions, report: Reporter, launched: Launched | None =
     """
     if launched is None:
         launched = launch(
-            options.agent_argv, report, str(options.db_path), options.label, check=options.check
-        )
+            options.agent_argv, report, str(options.db_path), options.label, check=options.check,
+            otlp=options.otlp_settings(),
+        )  # fmt: skip
     process, recorder, forwarding = launched.process, launched.recorder, launched.forwarding
     if process is None or recorder is None or forwarding is None:
         failure = launched.failure

@@ -34,7 +34,7 @@ import orjson
 from acp_proxy.errors import RecordingError, UnknownRecording, UnreadableRecording
 from acp_proxy.protocol.observer import FRAME_COLUMNS, ConnectionFacts, FrameRecord
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 LARGE_FRAME_BYTES = 1024 * 1024
 BUSY_TIMEOUT_MS = 10_000
 
@@ -237,10 +237,17 @@ CREATE INDEX frame_by_session ON frame(session_id, connection_id, seq)
     WHERE session_id IS NOT NULL;
 """
 
+# Format 4: what ``record --otlp`` could not export (docs/otel.md), per connection.
+_SCHEMA_V4 = """
+ALTER TABLE connection ADD COLUMN otlp_frames_dropped INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE connection ADD COLUMN otlp_spans_dropped INTEGER NOT NULL DEFAULT 0;
+"""
+
 MIGRATIONS: dict[int, str] = {
     0: _SCHEMA_V1,
     1: _SCHEMA_V2,
     2: _SCHEMA_V3,
+    3: _SCHEMA_V4,
 }
 
 
@@ -343,6 +350,7 @@ class NewConnection:
     proxy_pid: int
     label: str | None = None
     started_ns: int | None = None
+    uid: str | None = None  # chosen by the proxy when it must know it early (``record --otlp``)
 
 
 class RecordingWriter:
@@ -379,7 +387,7 @@ class RecordingWriter:
                     "INSERT INTO connection (uid, label, status, started_ns, argv, cwd, "
                     "proxy_version, proxy_pid) VALUES (?, ?, 'running', ?, ?, ?, ?, ?)",
                     (
-                        uuid.uuid4().hex, new.label, new.started_ns or _now_ns(),
+                        new.uid or uuid.uuid4().hex, new.label, new.started_ns or _now_ns(),
                         orjson.dumps(list(new.argv)).decode(), new.cwd, new.proxy_version,
                         new.proxy_pid,
                     ),
@@ -475,6 +483,7 @@ class RecordingWriter:
         """Set columns of this connection's row (agent pid, exit status, lost frames ...)."""
         allowed = {
             "agent_pid", "status", "ended_ns", "exit_code", "exit_signal", "error", "frames_lost",
+            "otlp_frames_dropped", "otlp_spans_dropped",
         }  # fmt: skip
         unknown = set(fields) - allowed
         if unknown:

@@ -1,6 +1,6 @@
 """A benchmark wrapper: ``acp-proxy record`` with one piece of recording switched off.
 
-    python -m tests.perf.variants VARIANT [--cpu-report FILE] record --db PATH -- AGENT...
+    python -m tests.perf.variants VARIANT [--cpu-report FILE] [--full-waits FILE] record ...
 
 It runs the real ``record`` command (acp_proxy.cli.entry.main, same spawn, fork, threads and
 recorder) after patching one piece of the running program, so that a benchmark can show what
@@ -24,6 +24,8 @@ that piece costs. For example, with the shared bench (from a scratch folder):
 
 ``--cpu-report FILE`` appends one JSON line to FILE when the recorder's tap reader ends: the
 CPU seconds that thread used (``time.thread_time``) and the bytes it handed on.
+``--full-waits FILE`` (after it, if both) appends one JSON line when the proxy exits: how many
+times forwarding found the tap's ring full and waited for the recorder process.
 
 Not a product feature: the variants lose data on purpose. Nothing here is imported by the
 project.
@@ -44,7 +46,7 @@ from acp_proxy.record import chunk_queue, recorder, tap
 VARIANTS = ("as-built", "no-tap", "drop", "memory", "no-pause-work")
 USAGE = (
     "usage: python -m tests.perf.variants {" + ",".join(VARIANTS) + "} "
-    "[--cpu-report FILE] record --db PATH -- AGENT..."
+    "[--cpu-report FILE] [--full-waits FILE] record --db PATH -- AGENT..."
 )
 
 
@@ -98,6 +100,25 @@ def _report_reader_cpu(path: str) -> None:
     tap.TapReader.batches = measured  # type: ignore[method-assign]
 
 
+def _report_full_waits(path: str) -> None:
+    """At the proxy's exit, how often forwarding found the tap's ring full and had to wait."""
+    import atexit
+
+    taps: list[tap.Tap] = []
+    init = tap.Tap.__init__
+
+    def counted(self: tap.Tap, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        taps.append(self)
+
+    def write() -> None:
+        with open(path, "a", encoding="utf-8") as report:
+            report.write(json.dumps({"full_waits": sum(t.full_waits for t in taps)}) + "\n")
+
+    tap.Tap.__init__ = counted  # type: ignore[method-assign]
+    atexit.register(write)
+
+
 PATCHES: dict[str, Callable[[], None]] = {
     "as-built": lambda: None,
     "no-tap": _no_tap,
@@ -114,6 +135,9 @@ def main(args: list[str]) -> None:
     variant, rest = args[0], args[1:]
     if rest[:1] == ["--cpu-report"] and len(rest) > 1:
         _report_reader_cpu(rest[1])
+        rest = rest[2:]
+    if rest[:1] == ["--full-waits"] and len(rest) > 1:
+        _report_full_waits(rest[1])
         rest = rest[2:]
     PATCHES[variant]()
     entry.main(rest)
