@@ -91,6 +91,21 @@ def recording_file_episodes(ref: str) -> tuple[Path, list[int]]:
         raise AcpProxyError(f"cannot read {ref}: {error}") from error
 
 
+def import_recording_files(refs: list[str]) -> Path:
+    """Bundles and JSONL exports, every episode of each, in one temporary database (its path)."""
+    from acp_proxy.store.importer import import_jsonl
+
+    folder = Path(tempfile.mkdtemp(prefix="acp-proxy-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    db_path = folder / "recordings.sqlite"
+    for ref in refs:
+        try:
+            import_jsonl(db_path, _frames_lines(Path(ref)))
+        except (OSError, zipfile.BadZipFile) as error:
+            raise AcpProxyError(f"cannot read {ref}: {error}") from error
+    return db_path
+
+
 def _first(ref: str, connection_ids: list[int]) -> int:
     if len(connection_ids) > 1:
         report(f"{ref} holds {len(connection_ids)} episodes; this is episode 1 (import the file "
