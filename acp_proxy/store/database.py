@@ -217,6 +217,7 @@ DROP VIEW IF EXISTS frames;
 DROP VIEW IF EXISTS rpc_calls;
 DROP VIEW IF EXISTS sessions;
 DROP VIEW IF EXISTS prompt_turns;
+DROP VIEW IF EXISTS frame_text;
 CREATE TABLE frame_v3 (
     id INTEGER PRIMARY KEY,
     connection_id INTEGER NOT NULL REFERENCES connection(id),

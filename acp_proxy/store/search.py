@@ -5,8 +5,8 @@ Rules:
   phrase, case- and accent-insensitive, its last word a prefix (``permission den`` finds
   ``permission denied``). Every character of the pattern is taken literally: FTS5 operators,
   quotes and ``*`` are words or separators, never syntax. A pattern with no word in it at all
-  (only punctuation) cannot be asked of the index and is searched as a literal, case-insensitive
-  regular expression instead.
+  (only punctuation) cannot be asked of the index: it is looked for as a substring of the same
+  text the index holds (``frame_text``), frame by frame.
 - A regular expression (Python ``re``) is matched against each frame's recorded line, decoded
   as UTF-8 (undecodable bytes become U+FFFD): JSON escapes stay as they were recorded.
 - Hits come in the order frames were recorded (``frame.id``), across connections; ``after``
@@ -190,9 +190,12 @@ def _hit(row: tuple[Any, ...], snippet: str) -> Hit:
 
 def search(db: sqlite3.Connection, query: SearchQuery) -> Iterator[Hit]:
     """The frames that match, in the order they were recorded (streamed)."""
-    phrase = None if query.regex else fts_phrase(query.pattern)
-    if phrase is None:
+    if query.regex:
         yield from _regex_search(db, query)
+        return
+    phrase = fts_phrase(query.pattern)
+    if phrase is None:
+        yield from _substring_search(db, query)
         return
     where, values = _filters(query)
     statement = (
@@ -211,10 +214,28 @@ def search(db: sqlite3.Connection, query: SearchQuery) -> Iterator[Hit]:
         raise RecordingError(f"cannot search the recordings: {error}") from error
 
 
-def compile_pattern(query: SearchQuery) -> re.Pattern[str]:
-    """The regular expression a query matches lines with (a word-less pattern: literally)."""
+def _substring_search(db: sqlite3.Connection, query: SearchQuery) -> Iterator[Hit]:
+    where, values = _filters(query)
+    statement = (
+        f"SELECT {_HIT_COLUMNS}, t.text FROM frame f JOIN frame_text t ON t.id = f.id "
+        f"WHERE {where} AND instr(t.text, ?) > 0 ORDER BY f.id LIMIT ?"
+    )
+    values += [query.pattern, -1 if query.limit is None else query.limit]
+    literal = re.compile(re.escape(query.pattern))
+    try:
+        cursor = db.execute(statement, values)
+        while rows := cursor.fetchmany(64):
+            for row in rows:
+                match = literal.search(row[7])
+                yield _hit(row, _regex_snippet(row[7], match) if match else "")
+    except sqlite3.Error as error:
+        raise RecordingError(f"cannot search the recordings: {error}") from error
+
+
+def compile_pattern(query: SearchQuery) -> re.Pattern[str] | None:
+    """The regular expression of a ``regex`` query (None for full text); checks it compiles."""
     if not query.regex:
-        return re.compile(re.escape(query.pattern), re.IGNORECASE)
+        return None
     try:
         return re.compile(query.pattern, re.IGNORECASE if query.ignore_case else 0)
     except re.error as error:
@@ -223,6 +244,7 @@ def compile_pattern(query: SearchQuery) -> re.Pattern[str]:
 
 def _regex_search(db: sqlite3.Connection, query: SearchQuery) -> Iterator[Hit]:
     pattern = compile_pattern(query)
+    assert pattern is not None
 
     def matches(raw: bytes) -> bool:
         return pattern.search(bytes(raw).decode("utf-8", "replace")) is not None
