@@ -57,7 +57,8 @@ def test_the_writer_indexes_its_frames_as_it_commits_them(db_path: Path) -> None
 
 
 def test_json_escapes_are_undone_before_indexing(db_path: Path) -> None:
-    raw = b'{"jsonrpc":"2.0","method":"session/update","params":{"t":"one\\ntwo caf\\u00e9 \\"q\\""}}\n'
+    raw = b'{"jsonrpc":"2.0","method":"session/update",'
+    raw += b'"params":{"t":"one\\ntwo caf\\u00e9 \\"q\\""}}\n'
     _write(db_path, [(A2C, raw)])
     for pattern in ("two", "one two", "café", "CAFE", '"q"', "q"):
         assert _seqs(db_path, pattern) == [1], pattern
@@ -120,7 +121,7 @@ def test_regex_and_its_errors(db_path: Path) -> None:
 def test_filters_and_paging(db_path: Path) -> None:
     first = write_recording(db_path, V1_CONVERSATION)
     second = write_recording(db_path, V1_CONVERSATION)
-    assert {h for h in _seqs(db_path, "session", connections=[second])} == set(
+    assert set(_seqs(db_path, "session", connections=[second])) == set(
         _seqs(db_path, "session", connections=[first])
     )
     assert _seqs(db_path, "session", method="session/new") == [4, 4]
@@ -157,10 +158,12 @@ def test_an_older_database_is_indexed_on_first_use(tmp_path: Path) -> None:
             old.execute(statement)
     old.execute("PRAGMA user_version = 3")
     old.close()
-    observer, records = observe_all(V1_CONVERSATION)
+    _observer, records = observe_all(V1_CONVERSATION)
     plain = sqlite3.connect(path, isolation_level=None)
-    plain.execute("INSERT INTO connection (id, uid, status, started_ns, argv, cwd, "
-                  "proxy_version, proxy_pid) VALUES (1, 'u', 'exited', 1, '[]', '/', 'old', 1)")
+    plain.execute(
+        "INSERT INTO connection (id, uid, status, started_ns, argv, cwd, "
+        "proxy_version, proxy_pid) VALUES (1, 'u', 'exited', 1, '[]', '/', 'old', 1)"
+    )
     columns = ", ".join(records[0]._fields)
     marks = ", ".join("?" for _ in records[0]._fields)
     plain.executemany(f"INSERT INTO frame (connection_id, {columns}) VALUES (1, {marks})",
