@@ -54,7 +54,6 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "and then rest",
     )
     acp_proxy("demo", "--db", str(db), "--label", "two", "--prompt", "deploy quietly")
-    # fmt: skip
     return db
 
 
@@ -125,7 +124,8 @@ def test_every_tool_against_the_commands(demo_db: Path) -> None:
         assert tool.annotations.idempotent_hint is True, tool.name
         assert tool.annotations.destructive_hint is False, tool.name
         assert tool.description, tool.name
-    assert "list_recordings" in instructions and "recording_summary" in instructions
+    assert "list_recordings" in instructions
+    assert "recording_summary" in instructions
     assert "Nothing is redacted" in instructions
     named = dict(zip([name for name, _ in _calls()], results, strict=True))
 
@@ -144,7 +144,8 @@ def test_every_tool_against_the_commands(demo_db: Path) -> None:
     frames = every_page(demo_db, ["--no-redact"], "frames", {"ref": "one"}, "frames", "after_seq")
     assert [f["seq"] for f in frames] == [f["seq"] for f in show]
     whole = [f for f in frames if "cut" not in f]
-    assert whole and whole == [s for s in show if s["seq"] in {f["seq"] for f in whole}]
+    assert whole
+    assert whole == [s for s in show if s["seq"] in {f["seq"] for f in whole}]
 
     frame = named["frame"]
     assert frame["frame"]["method"] == "session/prompt"
@@ -173,7 +174,8 @@ def test_every_tool_against_the_commands(demo_db: Path) -> None:
 
     turn = named["conversation"]
     assert turn["turns"] == 2
-    assert "deploy with token" in turn["markdown"] and "and then rest" not in turn["markdown"]
+    assert "deploy with token" in turn["markdown"]
+    assert "and then rest" not in turn["markdown"]
     markdown = acp_proxy("export", "one", "--format", "markdown", *db)
     whole_text, offset = "", 0
     while offset is not None:
@@ -196,11 +198,13 @@ def test_a_seeded_secret_never_appears_unless_no_redact(demo_db: Path) -> None:
     assert SECRET[4:20] not in text
     assert "[redacted:github-token:1]" in redacted[3]["frame"]["body"]
     assert redacted[4]["hits"], "the words around the secret are still found"
-    assert redacted[9]["hits"] == [] and redacted[10]["hits"] == []  # matched only the secret
+    assert redacted[9]["hits"] == []
+    assert redacted[10]["hits"] == []
 
     _, plain, _ = call_all([*db, "--no-redact"], calls)
     assert SECRET in json.dumps(plain)
-    assert plain[9]["hits"] and plain[10]["hits"]
+    assert plain[9]["hits"]
+    assert plain[10]["hits"]
 
 
 def test_bundles_and_exports_are_served_too(demo_db: Path, tmp_path: Path) -> None:
