@@ -14,9 +14,11 @@ Rules:
   main file as frames stream in halved large-frame throughput); the recorder checkpoints when
   it is idle, when the WAL passes a size, and when its connection is done (``checkpoint``).
 - Full-text search (format 4) is an FTS5 index over the ``frame_text`` view, its external
-  content. The writer indexes its own frames in the transaction that inserts them (a failure
-  there never costs a frame: the index part is rolled back alone and left to ``search``'s
-  catch-up); ``search_progress`` says, per connection, up to which ``seq`` frames are indexed.
+  content; ``search_progress`` says, per connection, up to which ``seq`` frames are indexed.
+  A writer indexes its connection's frames either in the transaction that inserts them
+  (``index=True``) or when told to (``index_pending``: the recorder does it when the traffic
+  pauses and once the client is done). Indexing never costs a frame: a failure rolls back the
+  index part alone, stops this writer's indexing and is left to ``search``'s catch-up.
 - Failures become ``RecordingError`` (one root: ``AcpProxyError``); callers decide what to say.
 """
 
@@ -375,14 +377,15 @@ class NewConnection:
 class RecordingWriter:
     """Appends one connection's frames. Used from a single thread.
 
-    ``index``: keep the search index up to date with each batch (see the module rules);
-    ``index_error`` says why it stopped doing so, if it had to.
+    ``index``: index each batch in the transaction that writes it (else see ``index_pending``);
+    ``index_error`` says why indexing stopped, if it had to.
     """
 
     def __init__(self, db: sqlite3.Connection, connection_id: int, *, index: bool = True) -> None:
         self._db = db
         self.connection_id = connection_id
         self._index = index
+        self._unindexed = 0  # frames written since the last index_pending, when not ``index``
         self.index_error: str | None = None
         self._last_totals: dict[str, tuple[int, int]] = {}
         self._wal_path = db.execute("PRAGMA database_list").fetchone()[2] + "-wal"
@@ -442,6 +445,8 @@ class RecordingWriter:
                     self._insert_records(records)
                     if self._index:
                         self._index_frames()
+                    else:
+                        self._unindexed += len(records)
                 if findings:
                     now = _now_ns()
                     self._db.executemany(
@@ -488,17 +493,33 @@ class RecordingWriter:
                     blob.write(raw)
         self._insert_small(records[start:])
 
-    def _index_frames(self) -> None:
+    def _index_frames(self, limit: int | None = None) -> int:
         """Index this connection's frames not yet indexed; on failure, stop indexing them."""
         self._db.execute("SAVEPOINT search_index")
         try:
-            index_frames(self._db, self.connection_id)
+            return index_frames(self._db, self.connection_id, limit)
         except sqlite3.Error as error:
             self._db.execute("ROLLBACK TO search_index")
             self._index = False
             self.index_error = str(error)
+            return 0
         finally:
             self._db.execute("RELEASE search_index")
+
+    def index_pending(self, limit: int | None = None) -> int:
+        """Index up to ``limit`` of this connection's frames not indexed yet, in a transaction
+        of its own; how many it took (0 once indexing failed: see ``index_error``)."""
+        if self.index_error is not None or not self._unindexed:
+            return 0
+        try:
+            with _transaction(self._db):
+                taken = self._index_frames(limit)
+        except sqlite3.Error as error:
+            self.index_error = str(error)
+            return 0
+        # Nothing taken: someone else (``search``) indexed them first.
+        self._unindexed = max(self._unindexed - taken, 0) if taken else 0
+        return taken
 
     def _insert_small(self, records: Sequence[FrameRecord]) -> None:
         if records:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -43,8 +44,13 @@ def test_finds_a_frame_recorded_a_moment_ago(db_path: Path) -> None:
         input=message, capture_output=True, timeout=30, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+    # The recorder process indexes once the proxy has been told everything is committed.
     db = connect(db_path)
-    assert db.execute("SELECT count(*) FROM search_progress").fetchone()[0] == 1
+    deadline = time.monotonic() + 20
+    query = "SELECT indexed_seq FROM search_progress WHERE connection_id = 1"
+    while db.execute(query).fetchone() != (2,):
+        assert time.monotonic() < deadline, "the recorder did not index its frames"
+        time.sleep(0.02)
     result = run(db_path, "search", "Flux Capacitor")
     assert result.stdout.splitlines() == [
         "1:1: c2a x/y  1 x/y «flux capacitor»",
