@@ -27,7 +27,7 @@ from acp_proxy.share.verify import Verifier
 from acp_proxy.store import readers as store_read
 from acp_proxy.store.database import connect
 from acp_proxy.store.importer import import_jsonl
-from acp_proxy.store.search import catch_up
+from acp_proxy.store.search import IndexState, catch_up
 
 
 class Copies:
@@ -39,6 +39,7 @@ class Copies:
         self._folder: Path | None = None
         self._db: store_read.Database | None = None
         self._ids: dict[int, int] = {}
+        self._indexed: set[int] = set()
 
     @property
     def redacting(self) -> bool:
@@ -79,8 +80,15 @@ class Copies:
             spool.unlink(missing_ok=True)
         if self._db is None:
             self._db = connect(path)
-        catch_up(self._db)
         return copied
+
+    def searchable_view(self, connection_id: int) -> tuple[store_read.Database, int]:
+        """``view``, with the copy's search index up to date (made on the first search)."""
+        db, copied = self.view(connection_id)
+        if db is not self.source and copied not in self._indexed:
+            catch_up(db, IndexState(0, [copied]))
+            self._indexed.add(copied)
+        return db, copied
 
     def close(self) -> None:
         if self._db is not None:

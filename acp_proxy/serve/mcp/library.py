@@ -313,7 +313,7 @@ class Library:
 
     def _confirmed(self, query: SearchQuery, hit: Any) -> Any:
         """The hit as its redacted copy has it, or None if the match was in redacted text."""
-        db, cid = self.copies.view(hit.connection_id)
+        db, cid = self.copies.searchable_view(hit.connection_id)
         again = SearchQuery(
             query.pattern, regex=query.regex, ignore_case=query.ignore_case, connections=[cid],
             after=store_read.frame_id(db, cid, hit.seq) - 1, limit=1,
