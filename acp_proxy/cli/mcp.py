@@ -76,5 +76,7 @@ def mcp_command(
     copies = Copies(source, finder)
     try:
         build_server(Library(copies, max_bytes, writable=writable)).run("stdio")
+    except KeyboardInterrupt:  # Ctrl-C in a terminal: the end, not an error
+        pass
     finally:
         copies.close()

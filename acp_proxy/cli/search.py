@@ -44,12 +44,12 @@ def _bring_up_to_date(db: Any, name: str) -> None:
         catch_up(db, state, bar.update)
 
 
-def _open_for_search(path: Path) -> Any:
+def _open_for_search(path: Path, name: str | None = None) -> Any:
     from acp_proxy.store.search import index_state, open_for_search
 
     db, writable = open_for_search(path)
     if writable:
-        _bring_up_to_date(db, str(path))
+        _bring_up_to_date(db, name or str(path))
     elif pending := index_state(db).pending:
         report(f"{path} is read-only: {pending:,} frames are not indexed and not searched")
     return db
@@ -121,7 +121,7 @@ def search_command(
             targets.append((database, ids, None))
         for file in files:
             path, episodes = recording_file_episodes(file)
-            targets.append((_open_for_search(path), episodes, file))
+            targets.append((_open_for_search(path, file), episodes, file))
         with quiet_pipe():
             for database, only, origin in targets:
                 left = None if limit is None else limit - found
