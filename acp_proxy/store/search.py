@@ -32,9 +32,9 @@ import sqlite_utils
 from acp_proxy.errors import RecordingError
 from acp_proxy.store.database import connect, index_frames
 from acp_proxy.store.readers import DIRECTIONS, open_for_reading
+from acp_proxy.store.values import MARK_END, MARK_START, Hit
 
 CATCH_UP_BATCH = 5000
-MARK_START, MARK_END = "\x02", "\x03"  # around a match in a snippet (control characters)
 ELLIPSIS = "…"
 SNIPPET_WORDS = 24
 SNIPPET_CHARS = 160  # regular-expression snippets: characters of context around the match
@@ -59,20 +59,6 @@ class SearchQuery:
     since_ns: int | None = None  # frames recorded at or after this wall-clock time
     after: int = 0  # continue after this frame id
     limit: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """One matching frame: where it is, and a snippet with the match between the marks."""
-
-    frame_id: int
-    connection_id: int
-    seq: int
-    direction: str
-    kind: str
-    method: str | None
-    wall_ns: int
-    snippet: str
 
 
 @dataclass(slots=True)

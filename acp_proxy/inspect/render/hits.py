@@ -1,9 +1,9 @@
 """Search hits for people and programs: one line each, or one JSON object each.
 
 Rules:
-- Pure formatting. A snippet arrives with its matches between ``MARK_START`` and
-  ``MARK_END`` (store/search.py); on a terminal the match is shown bold red (as grep does),
-  elsewhere between ``«`` and ``»`` so it stays visible in a file or a pipe.
+- Pure formatting. A snippet arrives (from store/search.py) with its matches between
+  ``store.values.MARK_START`` and ``MARK_END``; on a terminal the match is shown bold red (as
+  grep does), elsewhere between ``«`` and ``»`` so it stays visible in a file or a pipe.
 - Recorded text is data: line breaks and tabs become spaces, every other control or
   format character is shown as a ``\\xNN`` / ``\\uNNNN`` escape, so nothing recorded can move
   the cursor, change colours or reorder the text on a terminal.
@@ -18,7 +18,7 @@ from typing import Any
 
 from acp_proxy.inspect.render.style import style
 from acp_proxy.inspect.render.words import wall
-from acp_proxy.store.search import MARK_END, MARK_START, Hit
+from acp_proxy.store.values import MARK_END, MARK_START, Hit
 
 OPEN, CLOSE = "«", "»"
 _SPACES = {"\n": " ", "\r": " ", "\t": " "}
