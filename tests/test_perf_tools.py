@@ -67,3 +67,27 @@ def test_the_spinner_runs_the_command_beside_it(
                "--", *AGENT]  # fmt: skip
     result = client.run_stream(command, "small", 1000, timeout=60)
     assert result.ok, result.error
+
+
+@pytest.mark.parametrize(("variant", "indexes"), [("as-built", True), ("no-index", False)])
+def test_no_index_records_everything_and_indexes_nothing(
+    tmp_path: Path, variant: str, indexes: bool
+) -> None:
+    import time
+
+    db = tmp_path / "r.sqlite"
+    command = [sys.executable, "-m", "tests.perf.variants", variant, "record", "--db", str(db),
+               "--", *AGENT]  # fmt: skip
+    result = client.run_stream(command, "small", FRAMES, timeout=60)
+    assert result.ok, result.error
+    recorded = _frames_recorded(db)
+    assert recorded >= FRAMES
+    query = "SELECT coalesce(max(indexed_seq), 0) FROM search_progress"
+    deadline = time.monotonic() + 30
+    while True:  # the recorder indexes after the proxy has exited: poll
+        with sqlite3.connect(db) as connection:
+            indexed = connection.execute(query).fetchone()[0]
+        if not indexes or indexed == recorded or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert indexed == (recorded if indexes else 0)

@@ -224,19 +224,29 @@ def tail_command(
 @click.command("stats")
 @db_option
 @click.argument("ref", required=False)
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per prompt turn.")
-def stats_command(db: Path | None, ref: str | None, as_json: bool) -> None:
-    """Timings of every prompt turn of a recording.
+@click.option("--json", "as_json", is_flag=True,
+              help="One JSON object per prompt turn (per method with --by-method).")  # fmt: skip
+@click.option("--by-method", is_flag=True,
+              help="Latency per JSON-RPC method and direction instead of per turn.")  # fmt: skip
+def stats_command(db: Path | None, ref: str | None, as_json: bool, by_method: bool) -> None:
+    """Timings of every prompt turn of a recording, or of every method (--by-method).
 
     Per turn: time to acceptance (the v2 prompt receipt; v1 has none), time to the first agent
     text, total duration, tool calls, permission requests and the time spent waiting for their
     answers, the stop reason, and usage where the agent reported it.
+
+    With --by-method, per method and direction (c2a: the client asked, a2c: the agent asked):
+    calls, error responses, unanswered requests, and the p50, p95, p99 and max latency from
+    request to response. Percentiles are nearest-rank: always one of the measured latencies.
 
     REF: a connection id, session id, label or uid; `last` (the default) is the newest.
     """
     from acp_proxy.inspect.export import transcript_of
 
     database, connection_id = _open(db, ref)
+    if by_method:
+        _method_stats(database, connection_id, as_json)
+        return
     view = transcript_of(database, connection_id)
     turns = [t for s in view.sessions for t in s.turns]
     with quiet_pipe():
@@ -249,4 +259,21 @@ def stats_command(db: Path | None, ref: str | None, as_json: bool) -> None:
             click.echo(f"connection {connection_id} has no prompt turns")
             return
         for text_line in table(STATS_HEADER, [turn_stats(t) for t in turns]):
+            click.echo(text_line)
+
+
+def _method_stats(database: Any, connection_id: int, as_json: bool) -> None:
+    from acp_proxy.inspect.render.latency import HEADER, latency_rows
+    from acp_proxy.protocol.latency import by_method
+
+    summaries = by_method(store_read.calls(database, connection_id))
+    with quiet_pipe():
+        if as_json:
+            for summary in summaries:
+                click.echo(orjson.dumps(summary.as_record()).decode())
+            return
+        if not summaries:
+            click.echo(f"connection {connection_id} has no requests")
+            return
+        for text_line in table(HEADER, latency_rows(summaries)):
             click.echo(text_line)

@@ -51,6 +51,8 @@ LAZY_COMMANDS: dict[str, str] = {
     "show": "acp_proxy.cli.inspect:show_command",
     "tail": "acp_proxy.cli.inspect:tail_command",
     "stats": "acp_proxy.cli.inspect:stats_command",
+    "search": "acp_proxy.cli.search:search_command",
+    "mcp": "acp_proxy.cli.mcp:mcp_command",
     "export": "acp_proxy.cli.export:export_command",
     "import": "acp_proxy.cli.export:import_command",
     "datasette-metadata": "acp_proxy.cli.export:datasette_metadata_command",

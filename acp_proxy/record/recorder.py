@@ -14,6 +14,9 @@ Rules:
 - If the database cannot be opened or written, the recorder says so once on stderr, switches
   the queue to discarding (the tap keeps being read, so forwarding goes on untouched) and
   counts what it could not record.
+- The full-text search index is kept off the stream: frames are indexed when the traffic
+  pauses (``IDLE_INDEX_FRAMES`` per pause) and, after everything is committed and the proxy
+  told so, all that is left (``checkpoint``); ``search`` catches up on whatever is missing.
 - Sinks (``RecordSink``: a live exporter, say) see each batch once it is committed, on the
   recorder thread: they must hand the frames on without waiting. A sink that raises is said
   once on stderr and dropped; the recording goes on.
@@ -54,6 +57,8 @@ ENOUGH_BYTES = 64 * 1024 * 1024
 # WAL sizes that trigger a checkpoint: when nothing is queued, and in any case.
 WAL_IDLE_LIMIT = 4 * 1024 * 1024
 WAL_BUSY_LIMIT = 1024 * 1024 * 1024
+# Frames indexed for search per pause in the traffic (tens of milliseconds of work).
+IDLE_INDEX_FRAMES = 2000
 
 
 class RecordSink(Protocol):
@@ -120,7 +125,7 @@ class Recorder:
         """Record until the queue is closed and drained, on the calling thread."""
         try:
             db = connect(self._db_path, recorder=True)
-            self._writer = RecordingWriter.start(db, self._new)
+            self._writer = RecordingWriter.start(db, self._new, index=False)
             self.status.connection_id = self._writer.connection_id
             if self.live_check is not None:
                 self.live_check.set_connection(self._writer.connection_id)
@@ -207,14 +212,17 @@ class Recorder:
                 self._report(f"{error}; recording continues")
 
     def _idle(self) -> None:
-        """Nothing arrived for a while: a good moment to checkpoint a WAL past the idle limit."""
+        """Nothing arrived for a while: index some frames, checkpoint a WAL past the idle limit."""
         if self._writer is not None:
+            self._writer.index_pending(IDLE_INDEX_FRAMES)
             self._maybe_checkpoint(self._writer, WAL_IDLE_LIMIT)
 
     def checkpoint(self) -> None:
-        """A last checkpoint once everything is committed (the recorder process's final act)."""
+        """The rest of the index and a last checkpoint once everything is committed (the
+        recorder process's final act)."""
         writer = self._writer
         if writer is not None:
+            writer.index_pending()
             try:
                 writer.checkpoint()
             except RecordingError as error:

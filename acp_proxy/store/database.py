@@ -13,6 +13,12 @@ Rules:
 - A recorder's connection does not checkpoint the WAL on commit (copying every page into the
   main file as frames stream in halved large-frame throughput); the recorder checkpoints when
   it is idle, when the WAL passes a size, and when its connection is done (``checkpoint``).
+- Full-text search (format 4) is an FTS5 index over the ``frame_text`` view, its external
+  content; ``search_progress`` says, per connection, up to which ``seq`` frames are indexed.
+  A writer indexes its connection's frames either in the transaction that inserts them
+  (``index=True``) or when told to (``index_pending``: the recorder does it when the traffic
+  pauses and once the client is done). Indexing never costs a frame: a failure rolls back the
+  index part alone, stops this writer's indexing and is left to ``search``'s catch-up.
 - Failures become ``RecordingError`` (one root: ``AcpProxyError``); callers decide what to say.
   Opened read-only, a file that is not a recording database (empty, another program's SQLite,
   not SQLite, damaged) is ``UnreadableRecording``: a REF that cannot be used.
@@ -34,7 +40,7 @@ import orjson
 from acp_proxy.errors import RecordingError, UnknownRecording, UnreadableRecording
 from acp_proxy.protocol.observer import FRAME_COLUMNS, ConnectionFacts, FrameRecord
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 LARGE_FRAME_BYTES = 1024 * 1024
 BUSY_TIMEOUT_MS = 10_000
 
@@ -140,6 +146,18 @@ JOIN connection c ON c.id = f.connection_id
 WHERE f.session_id IS NOT NULL
 GROUP BY f.connection_id, f.session_id;
 
+DROP VIEW IF EXISTS frame_text;
+CREATE VIEW frame_text AS
+SELECT f.id, f.connection_id, f.seq,
+       CASE WHEN f.bad_utf8 THEN NULL
+            WHEN json_valid(CAST(f.raw AS TEXT)) THEN
+              (SELECT group_concat(j.value, ' ') FROM json_tree(CAST(f.raw AS TEXT)) AS j
+                WHERE j.type IN ('text', 'integer', 'real') AND j.fullkey <> '$.jsonrpc'
+                  AND NOT (j.type = 'text' AND length(j.value) > 256
+                           AND instr(j.value, ' ') = 0))
+            ELSE CAST(f.raw AS TEXT) END AS text
+FROM frame f;
+
 DROP VIEW IF EXISTS prompt_turns;
 CREATE VIEW prompt_turns AS
 WITH turn AS (
@@ -203,6 +221,7 @@ DROP VIEW IF EXISTS frames;
 DROP VIEW IF EXISTS rpc_calls;
 DROP VIEW IF EXISTS sessions;
 DROP VIEW IF EXISTS prompt_turns;
+DROP VIEW IF EXISTS frame_text;
 CREATE TABLE frame_v3 (
     id INTEGER PRIMARY KEY,
     connection_id INTEGER NOT NULL REFERENCES connection(id),
@@ -243,11 +262,29 @@ ALTER TABLE connection ADD COLUMN otlp_frames_dropped INTEGER NOT NULL DEFAULT 0
 ALTER TABLE connection ADD COLUMN otlp_spans_dropped INTEGER NOT NULL DEFAULT 0;
 """
 
+# Format 5: full-text search. ``frame_search`` indexes the words of ``frame_text`` (a view, so
+# the index's external content): the string and number values of a JSON frame (but its
+# "jsonrpc" member), decoded (JSON escapes undone), leaving out long unbroken strings (base64
+# data, hashes); the whole line of anything else; nothing of a frame that is not UTF-8. Older
+# frames are indexed on first use. The view itself is made with the other views; a change to
+# it must come with a migration that rebuilds the index (``INSERT INTO frame_search
+# (frame_search) VALUES ('rebuild')``), or snippets would no longer match what was indexed.
+_SCHEMA_V5 = """
+CREATE VIRTUAL TABLE frame_search USING fts5(
+    text, content='frame_text', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TABLE search_progress (
+    connection_id INTEGER PRIMARY KEY REFERENCES connection(id),
+    indexed_seq INTEGER NOT NULL
+);
+"""
+
 MIGRATIONS: dict[int, str] = {
     0: _SCHEMA_V1,
     1: _SCHEMA_V2,
     2: _SCHEMA_V3,
     3: _SCHEMA_V4,
+    4: _SCHEMA_V5,
 }
 
 
@@ -354,11 +391,18 @@ class NewConnection:
 
 
 class RecordingWriter:
-    """Appends one connection's frames. Used from a single thread."""
+    """Appends one connection's frames. Used from a single thread.
 
-    def __init__(self, db: sqlite3.Connection, connection_id: int) -> None:
+    ``index``: index each batch in the transaction that writes it (else see ``index_pending``);
+    ``index_error`` says why indexing stopped, if it had to.
+    """
+
+    def __init__(self, db: sqlite3.Connection, connection_id: int, *, index: bool = True) -> None:
         self._db = db
         self.connection_id = connection_id
+        self._index = index
+        self._unindexed = 0  # frames written since the last index_pending, when not ``index``
+        self.index_error: str | None = None
         self._last_totals: dict[str, tuple[int, int]] = {}
         self._wal_path = db.execute("PRAGMA database_list").fetchone()[2] + "-wal"
         columns = ", ".join(FRAME_COLUMNS)
@@ -380,7 +424,9 @@ class RecordingWriter:
         )
 
     @classmethod
-    def start(cls, db: sqlite3.Connection, new: NewConnection) -> RecordingWriter:
+    def start(
+        cls, db: sqlite3.Connection, new: NewConnection, *, index: bool = True
+    ) -> RecordingWriter:
         try:
             with _transaction(db):
                 cursor = db.execute(
@@ -395,7 +441,7 @@ class RecordingWriter:
         except sqlite3.Error as error:
             raise RecordingError(f"cannot start a recording: {error}") from error
         assert cursor.lastrowid is not None
-        return cls(db, cursor.lastrowid)
+        return cls(db, cursor.lastrowid, index=index)
 
     def append(
         self,
@@ -413,6 +459,10 @@ class RecordingWriter:
             with _transaction(self._db):
                 if records:
                     self._insert_records(records)
+                    if self._index:
+                        self._index_frames()
+                    else:
+                        self._unindexed += len(records)
                 if findings:
                     now = _now_ns()
                     self._db.executemany(
@@ -458,6 +508,34 @@ class RecordingWriter:
                 with self._db.blobopen("frame", "raw", cursor.lastrowid) as blob:
                     blob.write(raw)
         self._insert_small(records[start:])
+
+    def _index_frames(self, limit: int | None = None) -> int:
+        """Index this connection's frames not yet indexed; on failure, stop indexing them."""
+        self._db.execute("SAVEPOINT search_index")
+        try:
+            return index_frames(self._db, self.connection_id, limit)
+        except sqlite3.Error as error:
+            self._db.execute("ROLLBACK TO search_index")
+            self._index = False
+            self.index_error = str(error)
+            return 0
+        finally:
+            self._db.execute("RELEASE search_index")
+
+    def index_pending(self, limit: int | None = None) -> int:
+        """Index up to ``limit`` of this connection's frames not indexed yet, in a transaction
+        of its own; how many it took (0 once indexing failed: see ``index_error``)."""
+        if self.index_error is not None or not self._unindexed:
+            return 0
+        try:
+            with _transaction(self._db):
+                taken = self._index_frames(limit)
+        except sqlite3.Error as error:
+            self.index_error = str(error)
+            return 0
+        # Nothing taken: someone else (``search``) indexed them first.
+        self._unindexed = max(self._unindexed - taken, 0) if taken else 0
+        return taken
 
     def _insert_small(self, records: Sequence[FrameRecord]) -> None:
         if records:
@@ -529,6 +607,36 @@ class _transaction:  # used like a function: with _transaction(db):
             self._db.execute("COMMIT")
         elif self._db.in_transaction:
             self._db.execute("ROLLBACK")
+
+
+def index_frames(db: sqlite3.Connection, connection_id: int, limit: int | None = None) -> int:
+    """Add to the search index the next frames of a connection (at most ``limit``).
+
+    Runs inside the caller's transaction, which must be a write transaction: the progress it
+    reads and moves is then the one every other writer sees. Returns how many frames it took.
+    """
+    row = db.execute(
+        "SELECT indexed_seq FROM search_progress WHERE connection_id = ?", (connection_id,)
+    ).fetchone()
+    after = 0 if row is None else int(row[0])
+    last = db.execute(
+        "SELECT max(seq), count(*) FROM (SELECT seq FROM frame WHERE connection_id = ? "
+        "AND seq > ? ORDER BY seq LIMIT ?)",
+        (connection_id, after, -1 if limit is None else limit),
+    ).fetchone()
+    if last[0] is None:
+        return 0
+    db.execute(
+        "INSERT INTO frame_search (rowid, text) SELECT id, text FROM frame_text "
+        "WHERE connection_id = ? AND seq > ? AND seq <= ?",
+        (connection_id, after, last[0]),
+    )
+    db.execute(
+        "INSERT INTO search_progress (connection_id, indexed_seq) VALUES (?, ?) "
+        "ON CONFLICT (connection_id) DO UPDATE SET indexed_seq = excluded.indexed_seq",
+        (connection_id, last[0]),
+    )
+    return int(last[1])
 
 
 @dataclass(frozen=True, slots=True)

@@ -224,3 +224,23 @@ def calls(db: sqlite3.Connection, connection_id: int) -> Iterator[Call]:
     )
     for method, direction, latency_ns, is_error in cursor:
         yield Call(method or "", direction, latency_ns, bool(is_error))
+
+
+def prompt_turns(
+    db: sqlite3.Connection, connection_id: int, limit: int = 200
+) -> list[tuple[Any, ...]]:
+    """(session, prompt seq, end seq, stop reason, status, duration ms) of the first turns."""
+    rows = db.execute(
+        "SELECT session_id, prompt_seq, end_seq, stop_reason, status, duration_ms "
+        "FROM prompt_turns WHERE connection_id = ? ORDER BY prompt_seq LIMIT ?",
+        (connection_id, limit),
+    ).fetchall()
+    return [tuple(r) for r in rows]
+
+
+def frame_id(db: sqlite3.Connection, connection_id: int, seq: int) -> int:
+    """The row id of one frame (0 when there is none)."""
+    row = db.execute(
+        "SELECT id FROM frame WHERE connection_id = ? AND seq = ?", (connection_id, seq)
+    ).fetchone()
+    return 0 if row is None else int(row[0])

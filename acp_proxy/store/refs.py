@@ -145,13 +145,39 @@ def import_temporary(lines: Iterable[bytes], label: str | None = None) -> tuple[
     return db_path, import_jsonl(db_path, lines, label=label)
 
 
-def _open_file(ref: str, *, episodes: bool, note: Reporter) -> Opened:
+def recording_file_episodes(ref: str) -> tuple[Path, list[int]]:
+    """A recording file named as a REF: (its temporary database, every episode's connection)."""
     from acp_proxy.store.importer import ImportRefused
 
     try:
-        db_path, ids = import_temporary(frames_lines(Path(ref)), label=Path(ref).stem)
+        return import_temporary(frames_lines(Path(ref)), label=Path(ref).stem)
     except ImportRefused as error:
         raise UnreadableRecording(f"{ref}: not a recording file: {error}") from None
+
+
+def import_recording_files(refs: Iterable[str]) -> Path:
+    """Every episode of each recording file, in one temporary database (removed at exit)."""
+    from acp_proxy.store.importer import ImportRefused, import_jsonl
+
+    folder = Path(tempfile.mkdtemp(prefix="acp-proxy-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    db_path = folder / "recordings.sqlite"
+    for ref in refs:
+        if not is_recording_file(ref):
+            raise (
+                _missing_file(ref)
+                if not Path(ref).is_file()
+                else UnreadableRecording(f"{ref}: not a recording file")
+            )
+        try:
+            import_jsonl(db_path, frames_lines(Path(ref)), label=Path(ref).stem)
+        except ImportRefused as error:
+            raise UnreadableRecording(f"{ref}: not a recording file: {error}") from None
+    return db_path
+
+
+def _open_file(ref: str, *, episodes: bool, note: Reporter) -> Opened:
+    db_path, ids = recording_file_episodes(ref)
     if len(ids) > 1 and not episodes:
         note(f"{ref} holds {len(ids)} episodes; this is episode 1 (import the file to reach "
              "the others)")  # fmt: skip

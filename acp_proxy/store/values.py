@@ -1,4 +1,4 @@
-"""Sans-I/O values read from a recording: a connection row and a frame row.
+"""Sans-I/O values read from a recording: a connection row, a frame row, a search hit.
 
 Rules:
 - Frozen, slotted dataclasses with exactly the meaning of docs/recording-format.md; the
@@ -73,3 +73,20 @@ class FrameRow:
     message_id: str | None = None
     tool_call_id: str | None = None
     flags: tuple[str, ...] = ()  # bad_json, bad_utf8, not_jsonrpc, batch, no_newline
+
+
+MARK_START, MARK_END = "\x02", "\x03"  # around a match in a search snippet
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One matching frame: where it is, and a snippet with the match between the marks."""
+
+    frame_id: int
+    connection_id: int
+    seq: int
+    direction: str
+    kind: str
+    method: str | None
+    wall_ns: int
+    snippet: str

@@ -3,6 +3,7 @@ fake agent and prints one Markdown table.
 
     python -m tests.perf.run [--repeat 5] [--modes small medium large1m large16m ping]
                              [--out DIR] [--proxy 'CMD PREFIX'] [--count MODE=N ...]
+                             [--also NAME='CMD PREFIX' ...]
 
 The four wrappers, measured in the same run:
 
@@ -14,6 +15,10 @@ The four wrappers, measured in the same run:
 - ``acp-proxy``: ``acp-proxy record --db {tmpdir}/r.sqlite --`` (the venv's console script, what
   users run; ``python -m acp_proxy`` when there is none). ``--proxy`` replaces that prefix;
   ``{tmpdir}`` in it becomes a fresh folder per run, deleted afterwards.
+
+``--also NAME='CMD PREFIX'`` adds a column: another proxy command, measured in the same run
+as the others (say ``record`` with one piece switched off, tests/perf/variants.py), so that
+the two columns' ratios to direct compare within one run.
 
 Repeats are interleaved: each repeat runs every mode, and within a mode every wrapper, in an
 order that rotates from repeat to repeat, so drift of a noisy machine hits all of them alike.
@@ -71,13 +76,19 @@ class Wrapper:
         return [part.replace("{tmpdir}", tmpdir) for part in self.prefix] + client.agent_argv()
 
 
-def wrappers(proxy_prefix: str) -> list[Wrapper]:
-    return [
+def wrappers(proxy_prefix: str, also: Sequence[str] = ()) -> list[Wrapper]:
+    chosen = [
         Wrapper(DIRECT, ()),
         Wrapper(TEE, (str(TEE_SCRIPT), "{tmpdir}")),
         Wrapper(RELAY, (sys.executable, "-m", "tests.perf.relay_only", "--")),
         Wrapper(PROXY, tuple(shlex.split(proxy_prefix))),
     ]
+    for extra in also:
+        name, equals, prefix = extra.partition("=")
+        if not equals or not name or name in {w.name for w in chosen}:
+            raise SystemExit(f"--also {extra!r}: expected a new NAME='CMD PREFIX'")
+        chosen.append(Wrapper(name, tuple(shlex.split(prefix))))
+    return chosen
 
 
 # --- one run -------------------------------------------------------------------------------
@@ -474,10 +485,14 @@ def main(args: Sequence[str] | None = None) -> int:
     parser.add_argument("--proxy", default=default_proxy_prefix(), help="proxy command prefix")
     parser.add_argument("--count", action="append", default=[], metavar="MODE=N")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per run")
+    parser.add_argument(
+        "--also", action="append", default=[], metavar="NAME=PREFIX",
+        help="another proxy command to measure in the same run (a column of its own)",
+    )  # fmt: skip
     options = parser.parse_args(args)
     modes = _parse_modes(options.modes)
     counts = _parse_counts(options.count)
-    chosen = wrappers(options.proxy)
+    chosen = wrappers(options.proxy, options.also)
     names = [w.name for w in chosen]
     out: Path = options.out
     out.mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,8 @@ that piece costs. For example, with the shared bench (from a scratch folder):
   past 4 MiB: holding a burst in anonymous memory instead of the page cache.
 - ``no-pause-work``: the recording thread never starts on a stream that has not paused (no
   byte bound, 10 s of patience): the cost of SQLite work during a stream.
+- ``no-index``: the recorder does not keep the full-text search index (``search`` catches up
+  on first use): what indexing costs the recorder, and whether it shows in forwarding.
 
 ``--cpu-report FILE`` appends one JSON line to FILE when the recorder's tap reader ends: the
 CPU seconds that thread used (``time.thread_time``) and the bytes it handed on.
@@ -42,8 +44,9 @@ from typing import Any
 from acp_proxy.cli import entry
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.record import chunk_queue, recorder, tap
+from acp_proxy.store import database
 
-VARIANTS = ("as-built", "no-tap", "drop", "memory", "no-pause-work")
+VARIANTS = ("as-built", "no-tap", "drop", "memory", "no-pause-work", "no-index")
 USAGE = (
     "usage: python -m tests.perf.variants {" + ",".join(VARIANTS) + "} "
     "[--cpu-report FILE] [--full-waits FILE] record --db PATH -- AGENT..."
@@ -80,6 +83,13 @@ def _memory() -> None:
 def _no_pause_work() -> None:
     recorder.ENOUGH_BYTES = 1 << 40
     recorder.PATIENCE_SECONDS = 10.0
+
+
+def _no_index() -> None:
+    def unindexed(self: database.RecordingWriter, limit: int | None = None) -> int:
+        return 0
+
+    database.RecordingWriter.index_pending = unindexed  # type: ignore[method-assign]
 
 
 def _report_reader_cpu(path: str) -> None:
@@ -125,6 +135,7 @@ PATCHES: dict[str, Callable[[], None]] = {
     "drop": _drop,
     "memory": _memory,
     "no-pause-work": _no_pause_work,
+    "no-index": _no_index,
 }
 
 

@@ -1,0 +1,268 @@
+"""Searching recorded frames: the full-text index's catch-up, and both kinds of query.
+
+Rules:
+- Full text (the default) asks the FTS5 index (database.py, format 4) for the pattern as one
+  phrase, case- and accent-insensitive, its last word a prefix (``permission den`` finds
+  ``permission denied``). Every character of the pattern is taken literally: FTS5 operators,
+  quotes and ``*`` are words or separators, never syntax. A pattern with no word in it at all
+  (only punctuation) cannot be asked of the index: it is looked for as a substring of the same
+  text the index holds (``frame_text``), frame by frame.
+- A regular expression (Python ``re``) is matched against each frame's recorded line, decoded
+  as UTF-8 (undecodable bytes become U+FFFD): JSON escapes stay as they were recorded.
+- Hits come in the order frames were recorded (``frame.id``), across connections; ``after``
+  (a hit's ``frame_id``) continues a search where a page ended.
+- ``catch_up`` indexes what the recorder did not (frames recorded before format 4, imported
+  recordings, a recorder that could not index): one connection at a time, in write
+  transactions of ``CATCH_UP_BATCH`` frames, calling ``progress`` with each batch's size.
+- ``sqlite_utils`` wraps the connection for the catch-up (its table and transaction helpers);
+  queries are built from this module's constant fragments, values are parameters.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from acp_proxy.errors import RecordingError
+from acp_proxy.store.database import connect, index_frames
+from acp_proxy.store.readers import DIRECTIONS, open_for_reading
+from acp_proxy.store.values import MARK_END, MARK_START, Hit
+
+CATCH_UP_BATCH = 5000
+ELLIPSIS = "…"
+SNIPPET_WORDS = 24
+SNIPPET_CHARS = 160  # regular-expression snippets: characters of context around the match
+# A word to the index: what FTS5's unicode61 tokenizer keeps (letters and digits).
+_WORD = re.compile(r"[^\W_]", re.UNICODE)
+
+
+class BadPattern(RecordingError):
+    """A regular expression that does not compile."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchQuery:
+    """What to look for, and where."""
+
+    pattern: str
+    regex: bool = False
+    ignore_case: bool = False  # regular expressions only: full text always ignores case
+    connections: Sequence[int] | None = None  # None: every connection
+    method: str | None = None  # a GLOB pattern
+    direction: str | None = None  # c2a, a2c, stderr (or client, agent)
+    since_ns: int | None = None  # frames recorded at or after this wall-clock time
+    after: int = 0  # continue after this frame id
+    limit: int | None = None
+
+
+@dataclass(slots=True)
+class IndexState:
+    """How far the search index is behind the recordings."""
+
+    pending: int  # frames not yet indexed
+    connections: list[int] = field(default_factory=list)  # the connections they belong to
+
+
+def fts_phrase(pattern: str) -> str | None:
+    """The FTS5 query for ``pattern`` taken literally (None: it has no word to look for)."""
+    if not _WORD.search(pattern):
+        return None
+    return '"' + pattern.replace('"', '""') + '" *'
+
+
+def open_for_search(path: Path) -> tuple[sqlite3.Connection, bool]:
+    """Open a database to search it: ``(db, True)`` writable (the index can catch up), else
+    ``(db, False)`` read-only, when the file cannot be written but has an index to search."""
+    try:
+        return connect(path, create=False), True
+    except RecordingError as error:
+        db = open_for_reading(path)
+        try:
+            db.execute("SELECT 1 FROM search_progress LIMIT 1").fetchall()
+        except sqlite3.Error:
+            db.close()
+            raise RecordingError(f"{error}; and it has no search index to read") from error
+        return db, False
+
+
+def index_state(db: sqlite3.Connection) -> IndexState:
+    """The frames the index does not cover yet, per connection."""
+    rows = db.execute(
+        "SELECT c.id, coalesce(p.indexed_seq, 0) FROM connection c "
+        "LEFT JOIN search_progress p ON p.connection_id = c.id ORDER BY c.id"
+    ).fetchall()
+    state = IndexState(0)
+    for connection_id, indexed in rows:
+        behind = db.execute(
+            "SELECT count(*) FROM frame WHERE connection_id = ? AND seq > ?",
+            (connection_id, indexed),
+        ).fetchone()[0]
+        if behind:
+            state.pending += int(behind)
+            state.connections.append(int(connection_id))
+    return state
+
+
+def catch_up(
+    db: sqlite3.Connection,
+    state: IndexState | None = None,
+    progress: Callable[[int], None] = lambda n: None,
+) -> int:
+    """Index every frame the index does not cover yet; returns how many were indexed."""
+    state = state if state is not None else index_state(db)
+    wrapped = sqlite_utils.Database(db)
+    done = 0
+    try:
+        for connection_id in state.connections:
+            while True:
+                with _write(wrapped):
+                    taken = index_frames(db, connection_id, CATCH_UP_BATCH)
+                if not taken:
+                    break
+                done += taken
+                progress(taken)
+    except sqlite3.Error as error:
+        raise RecordingError(f"cannot bring the search index up to date: {error}") from error
+    return done
+
+
+class _write:  # used like a function: with _write(db):
+    """One ``BEGIN IMMEDIATE`` transaction on a sqlite-utils database, rolled back on error."""
+
+    def __init__(self, db: sqlite_utils.Database) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: object, error: object, traceback: object) -> None:
+        if kind is None:
+            self._db.execute("COMMIT")
+        elif self._db.conn.in_transaction:
+            self._db.execute("ROLLBACK")
+
+
+def _filters(query: SearchQuery) -> tuple[str, list[object]]:
+    clauses = ["f.id > ?"]
+    values: list[object] = [query.after]
+    if query.connections is not None:
+        marks = ", ".join("?" for _ in query.connections) or "NULL"
+        clauses.append(f"f.connection_id IN ({marks})")
+        values += list(query.connections)
+    if query.method is not None:
+        clauses.append("f.method GLOB ?")
+        values.append(query.method)
+    if query.direction is not None:
+        clauses.append("f.direction = ?")
+        values.append(DIRECTIONS.get(query.direction, query.direction))
+    if query.since_ns is not None:
+        clauses.append("f.wall_ns >= ?")
+        values.append(query.since_ns)
+    return " AND ".join(clauses), values
+
+
+_HIT_COLUMNS = "f.id, f.connection_id, f.seq, f.direction, f.kind, f.method, f.wall_ns"
+
+
+def _hit(row: tuple[Any, ...], snippet: str) -> Hit:
+    return Hit(row[0], row[1], row[2], row[3], row[4], row[5], row[6], snippet)
+
+
+def search(db: sqlite3.Connection, query: SearchQuery) -> Iterator[Hit]:
+    """The frames that match, in the order they were recorded (streamed)."""
+    if query.regex:
+        yield from _regex_search(db, query)
+        return
+    phrase = fts_phrase(query.pattern)
+    if phrase is None:
+        yield from _substring_search(db, query)
+        return
+    where, values = _filters(query)
+    statement = (
+        f"SELECT {_HIT_COLUMNS}, snippet(frame_search, 0, ?, ?, ?, ?) "
+        "FROM frame_search JOIN frame f ON f.id = frame_search.rowid "
+        f"WHERE frame_search MATCH ? AND {where} ORDER BY frame_search.rowid LIMIT ?"
+    )
+    arguments = [MARK_START, MARK_END, ELLIPSIS, SNIPPET_WORDS, phrase, *values]
+    arguments.append(-1 if query.limit is None else query.limit)
+    try:
+        cursor = db.execute(statement, arguments)
+        while rows := cursor.fetchmany(64):
+            for row in rows:
+                yield _hit(row, row[7] or "")
+    except sqlite3.Error as error:
+        raise RecordingError(f"cannot search the recordings: {error}") from error
+
+
+def _substring_search(db: sqlite3.Connection, query: SearchQuery) -> Iterator[Hit]:
+    where, values = _filters(query)
+    statement = (
+        f"SELECT {_HIT_COLUMNS}, t.text FROM frame f JOIN frame_text t ON t.id = f.id "
+        f"WHERE {where} AND instr(t.text, ?) > 0 ORDER BY f.id LIMIT ?"
+    )
+    values += [query.pattern, -1 if query.limit is None else query.limit]
+    literal = re.compile(re.escape(query.pattern))
+    try:
+        cursor = db.execute(statement, values)
+        while rows := cursor.fetchmany(64):
+            for row in rows:
+                match = literal.search(row[7])
+                yield _hit(row, _regex_snippet(row[7], match) if match else "")
+    except sqlite3.Error as error:
+        raise RecordingError(f"cannot search the recordings: {error}") from error
+
+
+def compile_pattern(query: SearchQuery) -> re.Pattern[str] | None:
+    """The regular expression of a ``regex`` query (None for full text); checks it compiles."""
+    if not query.regex:
+        return None
+    try:
+        return re.compile(query.pattern, re.IGNORECASE if query.ignore_case else 0)
+    except re.error as error:
+        raise BadPattern(f"bad regular expression {query.pattern!r}: {error}") from error
+
+
+def _regex_search(db: sqlite3.Connection, query: SearchQuery) -> Iterator[Hit]:
+    pattern = compile_pattern(query)
+    assert pattern is not None
+
+    def matches(raw: bytes) -> bool:
+        return pattern.search(bytes(raw).decode("utf-8", "replace")) is not None
+
+    db.create_function("acp_proxy_matches", 1, matches, deterministic=True)
+    where, values = _filters(query)
+    statement = (
+        f"SELECT {_HIT_COLUMNS}, f.raw FROM frame f "
+        f"WHERE {where} AND acp_proxy_matches(f.raw) ORDER BY f.id LIMIT ?"
+    )
+    values.append(-1 if query.limit is None else query.limit)
+    try:
+        cursor = db.execute(statement, values)
+        while rows := cursor.fetchmany(64):
+            for row in rows:
+                text = bytes(row[7]).decode("utf-8", "replace")
+                match = pattern.search(text)
+                snippet = _regex_snippet(text, match) if match else ""
+                yield _hit(row, snippet)
+    except sqlite3.Error as error:
+        raise RecordingError(f"cannot search the recordings: {error}") from error
+
+
+def _regex_snippet(text: str, match: re.Match[str]) -> str:
+    """The match between the marks, with up to ``SNIPPET_CHARS`` of context on each side."""
+    start, end = match.span()
+    end = max(end, start)
+    before = text[max(0, start - SNIPPET_CHARS // 2) : start]
+    after = text[end : end + SNIPPET_CHARS // 2]
+    head = ELLIPSIS if start - len(before) > 0 else ""
+    tail = ELLIPSIS if end + len(after) < len(text.rstrip("\r\n")) else ""
+    return (
+        f"{head}{before}{MARK_START}{text[start:end]}{MARK_END}{after.rstrip(chr(10) + chr(13))}"
+        f"{tail}"
+    )

@@ -1,0 +1,160 @@
+"""serve/mcp: the tools' work without MCP: bounds, paging, filters, mistakes, the missing SDK."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from acp_proxy.cli.main import main as cli
+from acp_proxy.serve.mcp.bounds import MIN_MAX_BYTES, cut_text, fit_items
+from acp_proxy.serve.mcp.copies import Copies
+from acp_proxy.serve.mcp.library import Library, ToolMistake
+from acp_proxy.share.secrets import Finder
+from acp_proxy.store.search import open_for_search
+from tests.support.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
+from tests.support.helpers import A2C, line, write_recording
+
+SECRET = "sk-ant-" + "x7Y2" * 8
+
+
+def _big(db_path: Path) -> None:
+    chunks = [
+        (A2C, line({"jsonrpc": "2.0", "method": "session/update", "params": {
+            "sessionId": "sess_1", "update": {"sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": f"chunk {i} " + "lorem ipsum " * (i % 50)}}}}))
+        for i in range(400)
+    ]  # fmt: skip
+    huge = line({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "sess_1",
+                 "update": {"sessionUpdate": "agent_message_chunk",
+                 "content": {"type": "text", "text": "huge " * 40000 + SECRET}}}})  # fmt: skip
+    write_recording(db_path, [*V1_CONVERSATION, *chunks, (A2C, huge)], label="big")
+
+
+def library(db_path: Path, max_bytes: int = MIN_MAX_BYTES, *, redact: bool = True) -> Library:
+    db, writable = open_for_search(db_path)
+    finder = Finder({}, home="/home/u", user="u") if redact else None
+    return Library(Copies(db, finder), max_bytes, writable=writable)
+
+
+def fits(result: dict[str, Any], max_bytes: int) -> dict[str, Any]:
+    assert len(orjson.dumps(result)) <= max_bytes, len(orjson.dumps(result))
+    return result
+
+
+def test_every_result_fits_and_pages_reach_everything(db_path: Path) -> None:
+    _big(db_path)
+    lib = library(db_path)
+    seqs: list[int] = []
+    after = 0
+    while True:
+        page = fits(lib.frames("big", after_seq=after, limit=200), MIN_MAX_BYTES)
+        seqs += [f["seq"] for f in page["frames"]]
+        if page["next"] is None:
+            break
+        after = page["next"]
+    assert seqs == list(range(1, 418))
+    hits, after = [], 0
+    while True:
+        found = fits(lib.search("lorem ipsum", limit=200, after=after), MIN_MAX_BYTES)
+        hits += [h["seq"] for h in found["hits"]]
+        if found["next"] is None:
+            break
+        after = found["next"]
+    assert len(hits) == len(set(hits)) == 392  # every chunk but the 8 with no lorem (i % 50 == 0)
+    for result in (
+        lib.recording_summary("big"),
+        lib.frame("big", 417),
+        lib.check("big"),
+        lib.conversation("big"),
+        lib.method_stats("big"),
+        lib.list_recordings(),
+    ):
+        fits(result, MIN_MAX_BYTES)  # fmt: skip
+
+
+def test_a_huge_frame_is_paged_by_offset_and_stays_redacted(db_path: Path) -> None:
+    _big(db_path)
+    lib = library(db_path, 8192)
+    body, offset = "", 0
+    while offset is not None:
+        page = fits(lib.frame("big", 417, offset), 8192)
+        body += page["frame"]["body"]
+        offset = page["frame"]["body_next_offset"]
+    message = orjson.loads(body)
+    assert message["params"]["update"]["content"]["text"].endswith("[redacted:api-key:1]")
+    assert SECRET not in body
+    plain = library(db_path, 8192, redact=False).frame("big", 417, 200_000)["frame"]["body"]
+    assert SECRET in plain
+
+
+def test_list_filters_and_paging(db_path: Path) -> None:
+    for label in ("alpha", "beta", "gamma"):
+        write_recording(db_path, V1_CONVERSATION, label=label)
+    write_recording(db_path, V2_CONVERSATION, label="delta")
+    lib = library(db_path)
+    assert [r["label"] for r in lib.list_recordings()["recordings"]] == [
+        "delta", "gamma", "beta", "alpha",
+    ]  # fmt: skip
+    first = lib.list_recordings(limit=2)
+    assert [r["id"] for r in first["recordings"]] == [4, 3]
+    assert first["next"] == 3
+    assert [r["id"] for r in lib.list_recordings(limit=2, before_id=3)["recordings"]] == [2, 1]
+    assert [r["label"] for r in lib.list_recordings(agent="v2")["recordings"]] == ["delta"]
+    assert [r["label"] for r in lib.list_recordings(label="AL")["recordings"]] == ["alpha"]
+    assert lib.list_recordings(since="1h")["recordings"] == []  # recorded in 2001
+
+
+def test_mistakes_say_what_to_do(db_path: Path) -> None:
+    write_recording(db_path, V1_CONVERSATION, label="v1")
+    lib = library(db_path)
+    with pytest.raises(ToolMistake, match="list_recordings shows the ids"):
+        lib.frames("nope")
+    with pytest.raises(ToolMistake, match="has no frame 999"):
+        lib.frame("v1", 999)
+    with pytest.raises(ToolMistake, match="bad regular expression"):
+        lib.search("(", regex=True)
+    with pytest.raises(ToolMistake, match="turn is 1 to 1"):
+        lib.conversation("v1", turn=2)
+    with pytest.raises(ToolMistake, match="cannot read"):
+        lib.search("x", since="soon")
+    with pytest.raises(ToolMistake):
+        lib.check("v1", select=["NOPE999"])
+
+
+def test_bounds_helpers() -> None:
+    items = [{"n": i, "pad": "x" * 100} for i in range(100)]
+    page = fit_items({"items": []}, "items", items, 2000, lambda i: i["n"])
+    assert 0 < len(page["items"]) < 100
+    assert page["next"] == page["items"][-1]["n"]
+    assert page["truncated"]
+    assert len(orjson.dumps(page)) <= 2000
+    assert fit_items({}, "items", items[:3], 2000, lambda i: i["n"])["next"] is None
+    assert cut_text("abcdef", 2, 3) == ("cde", 5)
+    assert cut_text("abcdef", 3, 10) == ("def", None)
+
+
+def test_without_the_sdk_one_line_and_exit_2(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    real = importlib.util.find_spec
+
+    def hide_mcp(name: str, *args: Any) -> Any:
+        return None if name == "mcp" else real(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", hide_mcp)
+    result = CliRunner().invoke(cli, ["mcp", "--db", str(db_path)])
+    assert result.exit_code == 2
+    assert capfd.readouterr().err == (
+        "acp-proxy: the MCP server needs the MCP Python SDK: pip install 'acp-proxy[mcp]'\n"
+    )
+
+
+def test_a_missing_database_is_one_line(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    result = CliRunner().invoke(cli, ["mcp", "--db", str(tmp_path / "none.sqlite")])
+    assert result.exit_code == 2
+    assert capfd.readouterr().err.startswith("acp-proxy: no recording database at ")
