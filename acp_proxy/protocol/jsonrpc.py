@@ -7,8 +7,11 @@ Rules:
 - Ids stay exactly as sent: ``1`` and ``"1"`` are different ids, and so are ``1`` and ``true``.
   ``id_key()`` gives a hashable key that keeps the JSON type.
 - A message whose ``"jsonrpc"`` member is not ``"2.0"`` keeps its shape but is flagged.
-- A response carries no method: ``Correlator`` remembers, per direction, which method each
-  request id was sent with, so the answer travelling the other way can be named.
+- A response carries no method: ``Correlator`` remembers, per direction, which request each id
+  was sent with, so the answer travelling the other way can be named. It is the only
+  correlator: the observer owns one per connection and every reader gets its verdict from there.
+- A message with both ``result`` and ``error`` is an ``error`` (JSON-RPC 2.0 forbids both; the
+  error member is the one that says the call failed).
 - This module knows no process, clock or database.
 """
 
@@ -312,32 +315,56 @@ def classify(raw: bytes | bytearray) -> Message:
     return classify_value(value)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class PendingRequest:
-    """What a response needs to know about the request it answers."""
+    """A request still waiting for its answer: what the answer needs to know about it.
+
+    Compared and hashed by identity: two requests sent with the same values are still two.
+    """
 
     method: str
     seq: int
+    direction: str = ""  # the way the request travelled (the observer: ``c2a`` or ``a2c``)
+    session_id: str | None = None
+    params: Any = None
+    id: JsonId = None
+
+
+PendingKey = tuple[str, tuple[str, JsonId]]
 
 
 class Correlator:
-    """Remembers outstanding requests per sending side so responses can be named.
+    """Remembers outstanding requests per direction so responses can be named.
 
-    ``sent(side, id, ...)`` records a request sent by ``side``; ``answered(side, id)`` looks up
-    the request that ``side`` sent and that a response now answers, and forgets it. A duplicate
-    id replaces the older entry: the later request is the one a peer would answer next.
+    ``sent(direction, id, ...)`` records a request that travelled ``direction`` and returns the
+    unanswered request it replaces (same direction and id), if any: the later request is the one
+    a peer would answer next. ``answered(direction, id)`` looks up the request that travelled
+    ``direction`` and that a response (travelling the other way) now answers, and forgets it.
+    ``pending`` is the table itself, keyed by ``(direction, id_key(id))``, for readers.
     """
 
-    __slots__ = ("_pending",)
+    __slots__ = ("pending",)
 
     def __init__(self) -> None:
-        self._pending: dict[tuple[str, tuple[str, JsonId]], PendingRequest] = {}
+        self.pending: dict[PendingKey, PendingRequest] = {}
 
-    def sent(self, side: str, request_id: JsonId, method: str, seq: int) -> None:
-        self._pending[(side, id_key(request_id))] = PendingRequest(method, seq)
+    def sent(
+        self,
+        direction: str,
+        request_id: JsonId,
+        method: str,
+        seq: int,
+        session_id: str | None = None,
+        params: Any = None,
+    ) -> PendingRequest | None:
+        key = (direction, id_key(request_id))
+        pending = self.pending
+        earlier = pending.get(key)
+        pending[key] = PendingRequest(method, seq, direction, session_id, params, request_id)
+        return earlier
 
-    def answered(self, side: str, request_id: JsonId) -> PendingRequest | None:
-        return self._pending.pop((side, id_key(request_id)), None)
+    def answered(self, direction: str, request_id: JsonId) -> PendingRequest | None:
+        return self.pending.pop((direction, id_key(request_id)), None)
 
     def outstanding(self) -> int:
-        return len(self._pending)
+        return len(self.pending)
