@@ -106,7 +106,10 @@ class Checker:
         context.findings = []
         context.record = record
         if record.direction in ("c2a", "a2c"):
-            reading = self._observer.read(record, record.offset, not record.no_newline)
+            reading = self._observer.read(
+                record.seq, record.direction, record.raw, record.mono_ns, record.offset,
+                not record.no_newline,
+            )  # fmt: skip
             value = reading.value if reading.record.kind in _JSONRPC_KINDS else None
             for rule in self._frame_rules:
                 rule.frame(record, value)

@@ -114,7 +114,11 @@ def _int(value: object) -> int | None:
 
 
 class FrameLike(Protocol):
-    """What a reader of frames needs: a frame's number, direction, clock and bytes."""
+    """A frame as its readers see it: number, direction, clock and bytes.
+
+    ``FrameRecord``, ``store.values.FrameRow`` and ``replay.script.RecordedFrame`` all are one;
+    the transcript, ``diff`` and the replay drive take any of them.
+    """
 
     @property
     def seq(self) -> int: ...
@@ -126,7 +130,7 @@ class FrameLike(Protocol):
     def raw(self) -> Raw: ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass is several times slower to build
 class Event:
     """One JSON-RPC message of a frame (a batch gives one per entry), as the observer reads it.
 
@@ -187,14 +191,20 @@ class ConnectionObserver:
         self.facts_changed = False
         return ConnectionFacts(self.protocol_version, self.client_info, self.agent_info)
 
-    def read(self, frame: FrameLike, offset: int = 0, complete: bool = True) -> Reading:
+    def read(
+        self,
+        seq: int,
+        direction: str,
+        raw: Raw,
+        mono_ns: int = 0,
+        offset: int = 0,
+        complete: bool = True,
+    ) -> Reading:
         """``observe`` for a frame read back (stored, exported): numbered by its own ``seq``."""
-        direction = _DIRECTION_OF_TEXT.get(str(frame.direction), _STDERR)
-        self._seq = frame.seq - 1
+        self._seq = seq - 1
         events: list[Event] = []
-        record = self.observe(
-            direction, Frame(frame.raw, offset, complete), frame.mono_ns, 0, events
-        )
+        where = _DIRECTION_OF_TEXT.get(str(direction), _STDERR)
+        record = self.observe(where, Frame(raw, offset, complete), mono_ns, 0, events)
         return Reading(record, self.value, events)
 
     def observe(

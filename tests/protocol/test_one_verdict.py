@@ -160,7 +160,10 @@ def test_reading_stored_frames_back_gives_the_stored_verdict(
     _, records = observe_all(exchange)
     reader = ConnectionObserver()
     for record in records:
-        reading = reader.read(record, record.offset, not record.no_newline)
+        reading = reader.read(
+            record.seq, record.direction, record.raw, record.mono_ns, record.offset,
+            not record.no_newline,
+        )  # fmt: skip
         assert reading.record._replace(wall_ns=record.wall_ns) == record
         if record.kind in ("request", "notification", "response", "error"):
             (event,) = reading.events

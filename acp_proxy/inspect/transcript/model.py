@@ -94,7 +94,8 @@ class Transcript:
         if frame.direction == acp.Direction.AGENT_STDERR:
             self._stderr += 1
             return
-        for event in self._observer.read(frame).events:
+        reading = self._observer.read(frame.seq, frame.direction, frame.raw, frame.mono_ns)
+        for event in reading.events:
             self._message(frame, event)
 
     # ------------------------------------------------------------------ dispatch
