@@ -106,11 +106,8 @@ class Checker:
         context.findings = []
         context.record = record
         if record.direction in ("c2a", "a2c"):
-            reading = self._observer.read(
-                record.seq, record.direction, record.raw, record.mono_ns, record.offset,
-                not record.no_newline,
-            )  # fmt: skip
-            value = reading.value if reading.record.kind in _JSONRPC_KINDS else None
+            reading = self._observer.read(record.seq, record.direction, record.raw)
+            value = reading.value if reading.kind in _JSONRPC_KINDS else None
             for rule in self._frame_rules:
                 rule.frame(record, value)
             if value is not None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from acp_proxy.protocol import acp
@@ -50,8 +49,8 @@ _KIND_TEXT = {kind: str(kind.value) for kind in Kind}
 _OPPOSITE_TEXT = {direction: str(direction.opposite.value) for direction in Direction}
 _DIRECTION_OF_TEXT = {str(direction.value): direction for direction in Direction}
 _SESSION_UPDATE = acp.SESSION_UPDATE
-_REQUEST, _NOTIFICATION, _RESPONSE, _ERROR, _BATCH = (
-    Kind.REQUEST, Kind.NOTIFICATION, Kind.RESPONSE, Kind.ERROR, Kind.BATCH,
+_REQUEST, _NOTIFICATION, _RESPONSE, _ERROR, _BATCH, _INVALID = (
+    Kind.REQUEST, Kind.NOTIFICATION, Kind.RESPONSE, Kind.ERROR, Kind.BATCH, Kind.INVALID,
 )  # fmt: skip
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
@@ -130,8 +129,7 @@ class FrameLike(Protocol):
     def raw(self) -> Raw: ...
 
 
-@dataclass(slots=True)  # not frozen: a frozen dataclass is several times slower to build
-class Event:
+class Event(NamedTuple):
     """One JSON-RPC message of a frame (a batch gives one per entry), as the observer reads it.
 
     ``kind`` is the frame kind of docs/recording-format.md for the message alone (an entry that
@@ -162,12 +160,19 @@ class Event:
         return "client" if self.direction == "c2a" else "agent"
 
 
+# Event(...) without its Python-level __new__: the rule engine builds one per message.
+_new_event: Callable[[tuple[Any, ...]], Event] = functools.partial(tuple.__new__, Event)
+
+
 class Reading(NamedTuple):
     """What ``ConnectionObserver.read`` gives for one frame."""
 
-    record: FrameRecord  # the observer's own row for the frame (``wall_ns`` 0)
+    kind: str  # the frame's kind, as its stored row says it
     value: Any  # the parsed JSON, or None when the frame is not JSON (or is agent stderr)
     events: list[Event]
+
+
+_reading: Callable[[tuple[Any, ...]], Reading] = functools.partial(tuple.__new__, Reading)
 
 
 class ConnectionObserver:
@@ -180,7 +185,6 @@ class ConnectionObserver:
         self.client_info: Any = None
         self.agent_info: Any = None
         self.facts_changed = False
-        self.value: Any = None  # the parsed JSON of the last frame observed with ``events``
 
     @property
     def pending(self) -> dict[PendingKey, PendingRequest]:
@@ -191,41 +195,45 @@ class ConnectionObserver:
         self.facts_changed = False
         return ConnectionFacts(self.protocol_version, self.client_info, self.agent_info)
 
-    def read(
-        self,
-        seq: int,
-        direction: str,
-        raw: Raw,
-        mono_ns: int = 0,
-        offset: int = 0,
-        complete: bool = True,
-    ) -> Reading:
-        """``observe`` for a frame read back (stored, exported): numbered by its own ``seq``."""
-        self._seq = seq - 1
+    def read(self, seq: int, direction: str, raw: Raw) -> Reading:
+        """The messages of a frame read back (stored, exported), numbered by its own ``seq``.
+
+        The same classification and correlation as ``observe`` (both go through ``_message``),
+        without building the row, which the reader already has.
+        """
+        self._seq = seq
+        where = _DIRECTION_OF_TEXT.get(direction)
+        if where is None or where is _STDERR:
+            return _reading((STDERR_KIND, None, []))
+        value, failure = decode(raw)
+        if failure is not None:
+            kind = _KIND_TEXT[failure.kind]
+            event = _new_event((seq, direction, kind, None, None, None, None, None, None, None,
+                                None, None, None, False, failure.reason))  # fmt: skip
+            return _reading((kind, None, [event]))
         events: list[Event] = []
-        where = _DIRECTION_OF_TEXT.get(str(direction), _STDERR)
-        record = self.observe(where, Frame(raw, offset, complete), mono_ns, 0, events)
-        return Reading(record, self.value, events)
+        if type(value) is list:
+            for item in value:
+                self._message(where, seq, item, events, True)
+            return _reading((_KIND_TEXT[_BATCH], value, events))
+        return _reading((self._message(where, seq, value, events, False)[0], value, events))
+
+    def row(self, seq: int, direction: str, raw: Raw) -> FrameRecord:
+        """The row of a frame read back (an export, a log), numbered by its own ``seq``.
+
+        Clocks and offset are 0; a direction that is not ``c2a`` or ``a2c`` is agent stderr.
+        """
+        self._seq = seq - 1
+        return self.observe(_DIRECTION_OF_TEXT.get(direction, _STDERR), Frame(raw, 0), 0, 0)
 
     def observe(
-        self,
-        direction: Direction,
-        frame: Frame,
-        mono_ns: int,
-        wall_ns: int,
-        events: list[Event] | None = None,
+        self, direction: Direction, frame: Frame, mono_ns: int, wall_ns: int
     ) -> FrameRecord:
-        """The row for the next frame of the connection (this is the recorder's hot path).
-
-        With ``events``, the messages of the frame are appended to it and ``value`` holds the
-        parsed JSON; the row is the same either way.
-        """
+        """The row for the next frame of the connection (this is the recorder's hot path)."""
         self._seq = seq = self._seq + 1
         raw, offset, complete = frame
         no_newline = 0 if complete else 1
         if direction is _STDERR:
-            if events is not None:
-                self.value = None
             return _record((
                 seq, _DIRECTION_TEXT[direction], mono_ns, wall_ns, offset, len(raw), raw,
                 STDERR_KIND, None, None, None, None, None, None, None, None, None,
@@ -233,22 +241,14 @@ class ConnectionObserver:
             ))  # fmt: skip
         value, failure = decode(raw)
         if failure is not None:
-            if events is not None:
-                self.value = None
-                events.append(Event(
-                    seq, _DIRECTION_TEXT[direction], _KIND_TEXT[failure.kind], None, None, None,
-                    None, None, None, None, None, None, None, False, failure.reason,
-                ))  # fmt: skip
             return _record((
                 seq, _DIRECTION_TEXT[direction], mono_ns, wall_ns, offset, len(raw), raw,
                 _KIND_TEXT[failure.kind], None, None, None, None, None, None, None, None, None,
                 1, 1 if failure.bad_utf8 else 0, 1, 0, no_newline,
             ))  # fmt: skip
-        if events is not None:
-            self.value = value
         if type(value) is list:
             for item in value:
-                self._message(direction, seq, item, events, True)
+                self._message(direction, seq, item, None, True)
             return _record((
                 seq, _DIRECTION_TEXT[direction], mono_ns, wall_ns, offset, len(raw), raw,
                 _KIND_TEXT[_BATCH], None, None, None, None, None, None, None, None, None,
@@ -257,7 +257,7 @@ class ConnectionObserver:
         (
             kind, rpc_id, method, request_seq, session_id, update_kind, message_id, tool_call_id,
             error_code, stop_reason, jsonrpc_ok,
-        ) = self._message(direction, seq, value, events, False)  # fmt: skip
+        ) = self._message(direction, seq, value, None, False)  # fmt: skip
         return _record((
             seq, _DIRECTION_TEXT[direction], mono_ns, wall_ns, offset, len(raw), raw,
             kind, rpc_id, method, request_seq, session_id, update_kind, message_id,
@@ -340,13 +340,17 @@ class ConnectionObserver:
                 elif method == acp.INITIALIZE and direction is Direction.AGENT_TO_CLIENT:
                     self._initialized(payload)
 
+        kind_text = _KIND_TEXT[kind]
         if events is not None:
-            events.append(_event(
-                seq, _DIRECTION_TEXT[direction], kind, method, message_id_or_none, payload,
+            events.append(_new_event((
+                seq, _DIRECTION_TEXT[direction], kind_text, method, message_id_or_none,
+                payload if kind is _REQUEST or kind is _NOTIFICATION else None,
+                payload if kind is _RESPONSE else None, payload if kind is _ERROR else None,
                 session_id, update, update_kind, pending, replaced, in_batch,
-            ))  # fmt: skip
+                payload if kind is _INVALID else None,
+            )))  # fmt: skip
         return (
-            _KIND_TEXT[kind], rpc_id, method, request_seq, session_id, update_kind, message_id,
+            kind_text, rpc_id, method, request_seq, session_id, update_kind, message_id,
             tool_call_id, error_code, stop_reason, jsonrpc_ok,
         )  # fmt: skip
 
@@ -380,32 +384,3 @@ _Columns = tuple[
     str | None, int | None, str | None, bool,
 ]  # fmt: skip
 _NESTED_ARRAY = Envelope(Kind.INVALID, None, None, "not a JSON object", False)
-
-
-def _event(
-    seq: int,
-    direction: str,
-    kind: Kind,
-    method: str | None,
-    message_id: JsonId,
-    payload: Any,
-    session_id: str | None,
-    update: dict[str, Any] | None,
-    update_kind: str | None,
-    pending: PendingRequest | None,
-    replaced: PendingRequest | None,
-    in_batch: bool,
-) -> Event:
-    params = result = error = reason = None
-    if kind is _REQUEST or kind is _NOTIFICATION:
-        params = payload
-    elif kind is _RESPONSE:
-        result = payload
-    elif kind is _ERROR:
-        error = payload
-    else:
-        reason = payload if isinstance(payload, str) else None
-    return Event(
-        seq, direction, _KIND_TEXT[kind], method, message_id, params, result, error, session_id,
-        update, update_kind, pending, replaced, in_batch, reason,
-    )  # fmt: skip

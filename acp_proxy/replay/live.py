@@ -48,7 +48,7 @@ class Live:
     ) -> None:  # fmt: skip
         log = list(log)
         reader = ConnectionObserver()  # the log read as a recording would be
-        rows = [reader.read(n, direction, raw).record for n, (direction, raw) in enumerate(log, 1)]
+        rows = [reader.row(n, direction, raw) for n, (direction, raw) in enumerate(log, start=1)]
         self.drive = Drive(rows, ignore)
         self._held = list(held)
         self._to_agent: list[bytes] = []

@@ -57,7 +57,7 @@ def rows(episode: bytes) -> Iterator[FrameRecord]:
             raw = base64.b64decode(record["raw_base64"])
         else:
             raw = str(record.get("raw", "")).encode()
-        yield observer.read(int(record["seq"]), str(record["direction"]), raw).record
+        yield observer.row(int(record["seq"]), str(record["direction"]), raw)
 
 
 class Repeat(NamedTuple):

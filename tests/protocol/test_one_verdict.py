@@ -158,13 +158,15 @@ def test_reading_stored_frames_back_gives_the_stored_verdict(
     exchange: list[tuple[Direction, bytes]],
 ) -> None:
     _, records = observe_all(exchange)
-    reader = ConnectionObserver()
+    reader, rows = ConnectionObserver(), ConnectionObserver()
     for record in records:
-        reading = reader.read(
-            record.seq, record.direction, record.raw, record.mono_ns, record.offset,
-            not record.no_newline,
-        )  # fmt: skip
-        assert reading.record._replace(wall_ns=record.wall_ns) == record
+        reading = reader.read(record.seq, record.direction, record.raw)
+        assert reading.kind == record.kind
+        row = rows.row(record.seq, record.direction, record.raw)
+        assert (
+            row._replace(mono_ns=record.mono_ns, wall_ns=record.wall_ns, offset=record.offset)
+            == record
+        )
         if record.kind in ("request", "notification", "response", "error"):
             (event,) = reading.events
             request_seq = event.request.seq if event.request is not None else None

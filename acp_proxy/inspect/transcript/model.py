@@ -94,8 +94,7 @@ class Transcript:
         if frame.direction == acp.Direction.AGENT_STDERR:
             self._stderr += 1
             return
-        reading = self._observer.read(frame.seq, frame.direction, frame.raw, frame.mono_ns)
-        for event in reading.events:
+        for event in self._observer.read(frame.seq, frame.direction, frame.raw).events:
             self._message(frame, event)
 
     # ------------------------------------------------------------------ dispatch
