@@ -10,8 +10,8 @@ Rules:
 - ``State`` holds the connection facts every rule may read: negotiated version, capabilities,
   pending requests per direction (the observer's correlator), open replay windows.
   ``State.after(event)`` updates them once all rules have seen the event; the pending requests
-  are the observer's, already up to date (a response's request is in ``event.request``, an
-  unanswered request a new one replaces in ``event.replaces``).
+  are the observer's, already up to date with the whole frame (a response's request is in
+  ``event.request``, an unanswered request a new one replaces in ``event.replaces``).
 - A rule never raises on peer input: values of unexpected types are treated as absent.
 """
 

@@ -114,7 +114,8 @@ class Transcript:
                     ("event", str(frame.seq)), Malformed(frame.seq, frame.direction, reason)
                 )
                 return
-            where = self._keys.pop((pending.direction, pending.seq, id_key(pending.id)))
+            shown: Key = ("event", str(pending.seq))
+            where = self._keys.pop((pending.direction, pending.seq, id_key(pending.id)), shown)
             self._answer(frame, pending, where, event)
         else:
             reason = event.reason or "not JSON-RPC"
