@@ -176,7 +176,8 @@ _reading: Callable[[tuple[Any, ...]], Reading] = functools.partial(tuple.__new__
 
 
 class ConnectionObserver:
-    """Applies frames of one connection in order; returns the row for each."""
+    """Applies frames of one connection in order: ``observe`` gives each frame's row (recording),
+    ``read`` its messages (readers of stored frames), ``row`` the row of a frame read back."""
 
     def __init__(self) -> None:
         self._seq = 0
