@@ -17,7 +17,9 @@ Rules:
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, NamedTuple
@@ -249,35 +251,39 @@ class Envelope(NamedTuple):
     jsonrpc_ok: bool
 
 
+# Envelope(...) without its Python-level __new__: the recorder reads one per frame.
+_shape: Callable[[tuple[Any, ...]], Envelope] = functools.partial(tuple.__new__, Envelope)
+
+
 def envelope(value: Any) -> Envelope:
     """The JSON-RPC shape of an already-parsed JSON value. Never raises."""
     if type(value) is not dict:
         if isinstance(value, list):
-            return Envelope(Kind.BATCH, None, None, value, bool(value))
+            return _shape((Kind.BATCH, None, None, value, bool(value)))
         if not isinstance(value, dict):
-            return Envelope(Kind.INVALID, None, None, "not a JSON object", False)
+            return _shape((Kind.INVALID, None, None, "not a JSON object", False))
     jsonrpc_ok = value.get("jsonrpc") == "2.0"
     method = value.get("method")
     has_id = "id" in value
     msg_id = value.get("id")
     if has_id and not _valid_id(msg_id):
-        return Envelope(Kind.INVALID, None, None, "id is not a string, number or null", False)
+        return _shape((Kind.INVALID, None, None, "id is not a string, number or null", False))
     if method is not None:
         if type(method) is not str:
-            return Envelope(Kind.INVALID, None, None, "method is not a string", False)
+            return _shape((Kind.INVALID, None, None, "method is not a string", False))
         if has_id:
-            return Envelope(Kind.REQUEST, msg_id, method, value.get("params"), jsonrpc_ok)
-        return Envelope(Kind.NOTIFICATION, None, method, value.get("params"), jsonrpc_ok)
+            return _shape((Kind.REQUEST, msg_id, method, value.get("params"), jsonrpc_ok))
+        return _shape((Kind.NOTIFICATION, None, method, value.get("params"), jsonrpc_ok))
     if not has_id:
-        return Envelope(Kind.INVALID, None, None, "neither method nor id", False)
+        return _shape((Kind.INVALID, None, None, "neither method nor id", False))
     if "error" in value:
         error = value["error"]
         if isinstance(error, dict):
-            return Envelope(Kind.ERROR, msg_id, None, error, jsonrpc_ok)
-        return Envelope(Kind.INVALID, None, None, "error is not an object", False)
+            return _shape((Kind.ERROR, msg_id, None, error, jsonrpc_ok))
+        return _shape((Kind.INVALID, None, None, "error is not an object", False))
     if "result" in value:
-        return Envelope(Kind.RESPONSE, msg_id, None, value["result"], jsonrpc_ok)
-    return Envelope(Kind.INVALID, None, None, "id without method, result or error", False)
+        return _shape((Kind.RESPONSE, msg_id, None, value["result"], jsonrpc_ok))
+    return _shape((Kind.INVALID, None, None, "id without method, result or error", False))
 
 
 def classify_value(value: Any) -> Message:
