@@ -3,25 +3,30 @@
 Rules:
 - ``Finding`` and ``RuleInfo`` are frozen values; a finding names its frame (connection, seq,
   direction), its rule and severity, and says what is wrong in one line.
-- An ``Event`` is one JSON-RPC message (a batch gives one event per entry) with what the
-  rules need already extracted: sender, method (a response gets its request's), session id,
-  update kind, and for a response the pending request it answers.
+- An ``Event`` is one JSON-RPC message as the observer reads it (protocol/observer.py: a batch
+  gives one event per entry): sender, kind, method (a response gets its request's), session id,
+  update kind, and for a response the pending request it answers. The rules never classify or
+  correlate on their own.
 - ``State`` holds the connection facts every rule may read: negotiated version, capabilities,
-  pending requests per sender, open replay windows. ``State.after(event)`` updates them once
-  all rules have seen the event.
+  pending requests per direction (the observer's correlator), open replay windows.
+  ``State.after(event)`` updates them once all rules have seen the event; the pending requests
+  are the observer's, already up to date with the whole frame (a response's request is in
+  ``event.request``, an unanswered request a new one replaces in ``event.replaces``).
 - A rule never raises on peer input: values of unexpected types are treated as absent.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from acp_proxy.check.schemas import SchemaBook
 from acp_proxy.protocol import acp
-from acp_proxy.protocol.jsonrpc import JsonId, id_key
-from acp_proxy.protocol.observer import FrameRecord
+from acp_proxy.protocol.jsonrpc import JsonId, PendingKey, id_key
+from acp_proxy.protocol.jsonrpc import PendingRequest as Pending
+from acp_proxy.protocol.observer import Event, FrameRecord
+
+__all__ = ["Context", "Event", "Finding", "Pending", "Rule", "RuleInfo", "State"]
 
 ERROR, WARNING = "error", "warning"
 # ACP035 follows an unconfirmed draft (subagents): "do not enforce until the RFD lands".
@@ -46,39 +51,6 @@ class Finding:
     seq: int | None
     direction: str | None
     connection_id: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Pending:
-    """A request still waiting for its response."""
-
-    seq: int
-    direction: str
-    method: str
-    session_id: str | None
-    params: Any
-
-
-@dataclass(slots=True)
-class Event:
-    seq: int
-    direction: str  # c2a or a2c
-    kind: str  # request, notification, response, error
-    method: str | None
-    id: JsonId
-    params: Any
-    result: Any
-    error: Any
-    session_id: str | None
-    update: dict[str, Any] | None
-    update_kind: str | None
-    request: Pending | None  # for a response or error: the request it answers
-    in_batch: bool
-    record: FrameRecord
-
-    @property
-    def sender(self) -> str:
-        return "client" if self.direction == "c2a" else "agent"
 
 
 def get(mapping: Any, *keys: str) -> Any:
@@ -110,13 +82,10 @@ class State:
     client_caps: Any = None
     agent_caps: Any = None
     auth_methods: Any = None
-    pending: dict[tuple[str, tuple[str, JsonId]], Pending] = field(default_factory=dict)
+    pending: dict[PendingKey, Pending] = field(default_factory=dict)  # the observer's
     replays: dict[str, Event] = field(default_factory=dict)  # session -> open replay request
     session_state: dict[str, str] = field(default_factory=dict)  # last state_update per session
     cancel_requested: set[tuple[str, tuple[str, JsonId]]] = field(default_factory=set)
-
-    def answered(self, direction: str, request_id: JsonId) -> Pending | None:
-        return self.pending.get(("a2c" if direction == "c2a" else "c2a", id_key(request_id)))
 
     @property
     def v2(self) -> bool:
@@ -128,9 +97,6 @@ class State:
 
     def after(self, event: Event) -> None:
         if event.kind == "request":
-            self.pending[(event.direction, id_key(event.id))] = Pending(
-                event.seq, event.direction, event.method or "", event.session_id, event.params
-            )
             if event.method == acp.INITIALIZE and event.direction == "c2a":
                 self.initialize_seen = True
                 self.requested_version = acp.protocol_version(event.params)
@@ -150,7 +116,6 @@ class State:
                     self.cancel_requested.add((event.direction, id_key(target)))
         elif event.request is not None:
             request = event.request
-            self.pending.pop((request.direction, id_key(event.id)), None)
             if request.session_id is not None and request.method in REPLAY_METHODS:
                 self.replays.pop(request.session_id, None)
             if request.method == acp.INITIALIZE and event.kind == "response":
@@ -172,6 +137,7 @@ class Context:
         self.state = State(version=protocol_version)
         self.connection_id = connection_id
         self.findings: list[Finding] = []
+        self.record: FrameRecord | None = None  # the frame being checked, as it was given
 
     def report(self, info: RuleInfo, seq: int | None, direction: str | None, message: str) -> None:
         where = None if direction is None else str(direction)
@@ -216,46 +182,3 @@ class Rule:
 
     def finish(self) -> None:
         """End of the connection."""
-
-
-def events_of(record: FrameRecord, value: Any, state: State) -> Iterator[Event]:
-    """The messages of one parsed frame (a batch gives each entry that is a message)."""
-    entries = value if isinstance(value, list) else (value,)
-    in_batch = isinstance(value, list)
-    for entry in entries:
-        if isinstance(entry, dict):
-            event = _event(record, entry, state, in_batch)
-            if event is not None:
-                yield event
-
-
-def _event(
-    record: FrameRecord, entry: dict[str, Any], state: State, in_batch: bool
-) -> Event | None:
-    method = entry.get("method")
-    params = entry.get("params")
-    update = update_kind = None
-    if isinstance(method, str):
-        kind = "request" if "id" in entry else "notification"
-        session_id = text(get(params, "sessionId"))
-        if method == acp.SESSION_UPDATE:
-            candidate = get(params, "update")
-            if isinstance(candidate, dict):
-                update, update_kind = candidate, text(candidate.get("sessionUpdate"))
-        request = None
-    elif "id" in entry and ("result" in entry or "error" in entry):
-        kind = "response" if "result" in entry else "error"
-        request = state.answered(record.direction, entry.get("id"))
-        method = request.method if request else None
-        session_id = request.session_id if request else None
-        if kind == "response" and isinstance(entry["result"], dict):
-            session_id = text(entry["result"].get("sessionId")) or session_id
-    else:
-        return None
-    msg_id = entry.get("id")
-    if isinstance(msg_id, bool) or not (msg_id is None or isinstance(msg_id, str | int | float)):
-        return None
-    return Event(
-        record.seq, record.direction, kind, method, msg_id, params, entry.get("result"),
-        entry.get("error"), session_id, update, update_kind, request, in_batch, record,
-    )  # fmt: skip

@@ -12,9 +12,12 @@ Rules:
   SHOULD and reserved values), a one-line summary, its spec source and the fix. The rules live
   in ``checks_rules_*`` modules; this module dispatches frames to the rules that asked for
   them (by method and update kind), so a chunk-heavy recording stays fast.
-- Shared connection facts (negotiated version, capabilities, pending requests, replay windows)
-  are kept here and updated after the rules have seen each message, so a rule sees the state
-  *before* the message it is looking at.
+- What a frame means comes from the observer (protocol/observer.py), run here over each frame's
+  bytes: the same verdict as the stored columns, batch entries included. The rules never
+  classify or correlate frames themselves.
+- Shared connection facts (negotiated version, capabilities, replay windows) are kept here and
+  updated after the rules have seen each message, so a rule sees the state *before* the message
+  it is looking at; the pending requests are the observer's (see check/base.py).
 - This module knows no process, clock or database.
 """
 
@@ -22,23 +25,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from acp_proxy.check.base import (
-    DISABLED_BY_DEFAULT,
-    Context,
-    Event,
-    Finding,
-    Rule,
-    RuleInfo,
-    events_of,
-)
+from acp_proxy.check.base import DISABLED_BY_DEFAULT, Context, Event, Finding, Rule, RuleInfo
 from acp_proxy.check.rules.framing import FRAMING_RULES
 from acp_proxy.check.rules.lifecycle import LIFECYCLE_RULES
 from acp_proxy.check.rules.replay import REPLAY_RULES
 from acp_proxy.check.rules.session import SESSION_RULES
 from acp_proxy.check.rules.updates import UPDATE_RULES
 from acp_proxy.check.schemas import SchemaBook
-from acp_proxy.protocol.jsonrpc import decode
-from acp_proxy.protocol.observer import FrameRecord
+from acp_proxy.protocol.observer import ConnectionObserver, FrameRecord
 
 __all__ = ["RULES", "Checker", "Finding", "RuleInfo", "rule_ids", "select_rules"]
 
@@ -47,6 +41,7 @@ RULE_CLASSES: tuple[type[Rule], ...] = (
 )  # fmt: skip
 RULES: tuple[RuleInfo, ...] = tuple(sorted((c.info for c in RULE_CLASSES), key=lambda i: i.id))
 _JSONRPC_KINDS = frozenset({"request", "notification", "response", "error", "batch"})
+_MESSAGE_KINDS = frozenset({"request", "notification", "response", "error"})
 
 
 def rule_ids() -> list[str]:
@@ -91,6 +86,8 @@ class Checker:
     ) -> None:
         enabled = frozenset(rules) if rules is not None else select_rules()
         self.context = Context(schemas, protocol_version, connection_id)
+        self._observer = ConnectionObserver()
+        self.context.state.pending = self._observer.pending
         self._rules = [cls(self.context) for cls in RULE_CLASSES if cls.info.id in enabled]
         self._frame_rules = [r for r in self._rules if r.wants_frames]
         self._dispatch: dict[tuple[str, str | None, str | None], list[Rule]] = {}
@@ -107,17 +104,18 @@ class Checker:
         """Check one frame; returns the findings it caused (often none)."""
         context = self.context
         context.findings = []
+        context.record = record
         if record.direction in ("c2a", "a2c"):
-            value = None
-            if record.kind in _JSONRPC_KINDS:
-                value, _ = decode(record.raw)
+            reading = self._observer.read(record.seq, record.direction, record.raw)
+            value = reading.value if reading.kind in _JSONRPC_KINDS else None
             for rule in self._frame_rules:
                 rule.frame(record, value)
             if value is not None:
-                for event in events_of(record, value, context.state):
-                    for rule in self._handlers(event):
-                        rule.message(event)
-                    context.state.after(event)
+                for event in reading.events:
+                    if event.kind in _MESSAGE_KINDS:
+                        for rule in self._handlers(event):
+                            rule.message(event)
+                        context.state.after(event)
         return context.findings
 
     def finish(self) -> list[Finding]:

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from acp_proxy.protocol.normalize import Normalizer, canonical
-from acp_proxy.protocol.observer import FrameRecord
+from acp_proxy.protocol.observer import FrameLike
 
 DIRECTIONS = ("c2a", "a2c")
 CONTEXT = 3
@@ -56,7 +56,7 @@ class Diff:
 
 
 def items(
-    records: Iterable[FrameRecord], *, strict: bool, ignore: Sequence[str] = ()
+    records: Iterable[FrameLike], *, strict: bool, ignore: Sequence[str] = ()
 ) -> dict[str, list[Item]]:
     """The comparable messages of one recording, per direction."""
     normalizer = Normalizer(ignore)

@@ -7,14 +7,19 @@ Rules:
 - Ids stay exactly as sent: ``1`` and ``"1"`` are different ids, and so are ``1`` and ``true``.
   ``id_key()`` gives a hashable key that keeps the JSON type.
 - A message whose ``"jsonrpc"`` member is not ``"2.0"`` keeps its shape but is flagged.
-- A response carries no method: ``Correlator`` remembers, per direction, which method each
-  request id was sent with, so the answer travelling the other way can be named.
+- A response carries no method: ``Correlator`` remembers, per direction, which request each id
+  was sent with, so the answer travelling the other way can be named. It is the only
+  correlator: the observer owns one per connection and every reader gets its verdict from there.
+- A message with both ``result`` and ``error`` is an ``error`` (JSON-RPC 2.0 forbids both; the
+  error member is the one that says the call failed).
 - This module knows no process, clock or database.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, NamedTuple
@@ -246,35 +251,39 @@ class Envelope(NamedTuple):
     jsonrpc_ok: bool
 
 
+# Envelope(...) without its Python-level __new__: the recorder reads one per frame.
+_shape: Callable[[tuple[Any, ...]], Envelope] = functools.partial(tuple.__new__, Envelope)
+
+
 def envelope(value: Any) -> Envelope:
     """The JSON-RPC shape of an already-parsed JSON value. Never raises."""
     if type(value) is not dict:
         if isinstance(value, list):
-            return Envelope(Kind.BATCH, None, None, value, bool(value))
+            return _shape((Kind.BATCH, None, None, value, bool(value)))
         if not isinstance(value, dict):
-            return Envelope(Kind.INVALID, None, None, "not a JSON object", False)
+            return _shape((Kind.INVALID, None, None, "not a JSON object", False))
     jsonrpc_ok = value.get("jsonrpc") == "2.0"
     method = value.get("method")
     has_id = "id" in value
     msg_id = value.get("id")
     if has_id and not _valid_id(msg_id):
-        return Envelope(Kind.INVALID, None, None, "id is not a string, number or null", False)
+        return _shape((Kind.INVALID, None, None, "id is not a string, number or null", False))
     if method is not None:
         if type(method) is not str:
-            return Envelope(Kind.INVALID, None, None, "method is not a string", False)
+            return _shape((Kind.INVALID, None, None, "method is not a string", False))
         if has_id:
-            return Envelope(Kind.REQUEST, msg_id, method, value.get("params"), jsonrpc_ok)
-        return Envelope(Kind.NOTIFICATION, None, method, value.get("params"), jsonrpc_ok)
+            return _shape((Kind.REQUEST, msg_id, method, value.get("params"), jsonrpc_ok))
+        return _shape((Kind.NOTIFICATION, None, method, value.get("params"), jsonrpc_ok))
     if not has_id:
-        return Envelope(Kind.INVALID, None, None, "neither method nor id", False)
+        return _shape((Kind.INVALID, None, None, "neither method nor id", False))
     if "error" in value:
         error = value["error"]
         if isinstance(error, dict):
-            return Envelope(Kind.ERROR, msg_id, None, error, jsonrpc_ok)
-        return Envelope(Kind.INVALID, None, None, "error is not an object", False)
+            return _shape((Kind.ERROR, msg_id, None, error, jsonrpc_ok))
+        return _shape((Kind.INVALID, None, None, "error is not an object", False))
     if "result" in value:
-        return Envelope(Kind.RESPONSE, msg_id, None, value["result"], jsonrpc_ok)
-    return Envelope(Kind.INVALID, None, None, "id without method, result or error", False)
+        return _shape((Kind.RESPONSE, msg_id, None, value["result"], jsonrpc_ok))
+    return _shape((Kind.INVALID, None, None, "id without method, result or error", False))
 
 
 def classify_value(value: Any) -> Message:
@@ -312,32 +321,56 @@ def classify(raw: bytes | bytearray) -> Message:
     return classify_value(value)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class PendingRequest:
-    """What a response needs to know about the request it answers."""
+    """A request still waiting for its answer: what the answer needs to know about it.
+
+    Compared and hashed by identity: two requests sent with the same values are still two.
+    """
 
     method: str
     seq: int
+    direction: str = ""  # the way the request travelled (the observer: ``c2a`` or ``a2c``)
+    session_id: str | None = None
+    params: Any = None
+    id: JsonId = None
+
+
+PendingKey = tuple[str, tuple[str, JsonId]]
 
 
 class Correlator:
-    """Remembers outstanding requests per sending side so responses can be named.
+    """Remembers outstanding requests per direction so responses can be named.
 
-    ``sent(side, id, ...)`` records a request sent by ``side``; ``answered(side, id)`` looks up
-    the request that ``side`` sent and that a response now answers, and forgets it. A duplicate
-    id replaces the older entry: the later request is the one a peer would answer next.
+    ``sent(direction, id, ...)`` records a request that travelled ``direction`` and returns the
+    unanswered request it replaces (same direction and id), if any: the later request is the one
+    a peer would answer next. ``answered(direction, id)`` looks up the request that travelled
+    ``direction`` and that a response (travelling the other way) now answers, and forgets it.
+    ``pending`` is the table itself, keyed by ``(direction, id_key(id))``, for readers.
     """
 
-    __slots__ = ("_pending",)
+    __slots__ = ("pending",)
 
     def __init__(self) -> None:
-        self._pending: dict[tuple[str, tuple[str, JsonId]], PendingRequest] = {}
+        self.pending: dict[PendingKey, PendingRequest] = {}
 
-    def sent(self, side: str, request_id: JsonId, method: str, seq: int) -> None:
-        self._pending[(side, id_key(request_id))] = PendingRequest(method, seq)
+    def sent(
+        self,
+        direction: str,
+        request_id: JsonId,
+        method: str,
+        seq: int,
+        session_id: str | None = None,
+        params: Any = None,
+    ) -> PendingRequest | None:
+        key = (direction, id_key(request_id))
+        pending = self.pending
+        earlier = pending.get(key)
+        pending[key] = PendingRequest(method, seq, direction, session_id, params, request_id)
+        return earlier
 
-    def answered(self, side: str, request_id: JsonId) -> PendingRequest | None:
-        return self._pending.pop((side, id_key(request_id)), None)
+    def answered(self, direction: str, request_id: JsonId) -> PendingRequest | None:
+        return self.pending.pop((direction, id_key(request_id)), None)
 
     def outstanding(self) -> int:
-        return len(self._pending)
+        return len(self.pending)

@@ -32,8 +32,8 @@ import orjson
 from acp_proxy.protocol.diffing import first_difference
 from acp_proxy.protocol.jsonrpc import NOT_JSON, parse_json
 from acp_proxy.protocol.normalize import Normalizer, canonical
+from acp_proxy.protocol.observer import FrameLike
 from acp_proxy.replay.placeholders import Bindings, has_placeholder
-from acp_proxy.replay.script import RecordedFrame
 from acp_proxy.replay.values import ValueMap
 
 CONTEXT = 3
@@ -56,7 +56,7 @@ def _text(raw: bytes) -> str:
 class Drive:
     """The client side of one recorded connection (see the module rules)."""
 
-    def __init__(self, frames: Iterable[RecordedFrame], ignore: Sequence[str] = ()) -> None:
+    def __init__(self, frames: Iterable[FrameLike], ignore: Sequence[str] = ()) -> None:
         self._rows = [f for f in frames if f.direction in ("c2a", "a2c")]
         self._next = 0
         self._recorded = Normalizer(ignore)
@@ -75,7 +75,7 @@ class Drive:
         return self.divergence is not None or self._next >= len(self._rows)
 
     @property
-    def expected(self) -> RecordedFrame | None:
+    def expected(self) -> FrameLike | None:
         """The recorded agent frame waited for (None when nothing is waited for)."""
         if self.done:
             return None
@@ -86,7 +86,7 @@ class Drive:
         """The client frames that are due now, as bytes to write to the agent."""
         out: list[bytes] = []
         while not self.done and self._rows[self._next].direction == "c2a":
-            out.append(self._client_frame(self._rows[self._next].raw))
+            out.append(self._client_frame(bytes(self._rows[self._next].raw)))
             self._next += 1
             self.sent += 1
         return b"".join(out)
@@ -101,8 +101,9 @@ class Drive:
         if row is None:
             self._diverge("the agent sent a frame the recording does not have", None, None, actual)
             return
-        recorded = parse_json(row.raw)
-        expected = self._agent_text(self._recorded, recorded, row.raw)
+        raw_recorded = bytes(row.raw)  # no copy: the rows hold bytes
+        recorded = parse_json(raw_recorded)
+        expected = self._agent_text(self._recorded, recorded, raw_recorded)
         if not self._same(recorded, live, expected, actual):
             path = None
             if recorded is not NOT_JSON and live is not NOT_JSON:
@@ -120,14 +121,14 @@ class Drive:
         """The agent's output ended (it exited or closed stdout)."""
         row = self.expected
         if row is not None:
-            expected = self._agent_text(self._recorded, parse_json(row.raw), row.raw)
+            expected = self._agent_text(self._recorded, parse_json(bytes(row.raw)), bytes(row.raw))
             self._diverge("the agent's output ended before this frame", row.seq, expected, None)
 
     def timed_out(self, seconds: float) -> None:
         """Nothing came from the agent for ``seconds`` while a frame was expected."""
         row = self.expected
         if row is not None:
-            expected = self._agent_text(self._recorded, parse_json(row.raw), row.raw)
+            expected = self._agent_text(self._recorded, parse_json(bytes(row.raw)), bytes(row.raw))
             reason = f"timed out after {seconds:g}s waiting for this frame from the agent"
             self._diverge(reason, row.seq, expected, None)
 

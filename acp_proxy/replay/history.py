@@ -18,33 +18,17 @@ Rules (spec: v1 session-setup, v2 draft session-setup, session-compaction RFD):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from acp_proxy.protocol.acp import SESSION_LOAD, SESSION_RESUME, SESSION_UPDATE
 from acp_proxy.protocol.jsonrpc import decode
 
+if TYPE_CHECKING:  # script.py imports this module
+    from acp_proxy.replay.script import RecordedFrame
+
 COMPACTION_KINDS = frozenset({"compaction_update", "compaction_summary_chunk"})
-
-
-class Row(Protocol):
-    @property
-    def seq(self) -> int: ...
-    @property
-    def direction(self) -> str: ...
-    @property
-    def raw(self) -> bytes: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def method(self) -> str | None: ...
-    @property
-    def update_kind(self) -> str | None: ...
-    @property
-    def request_seq(self) -> int | None: ...
-    @property
-    def session_id(self) -> str | None: ...
 
 
 def is_history_request(method: str | None, params: Any) -> bool:
@@ -57,7 +41,7 @@ def is_history_request(method: str | None, params: Any) -> bool:
     return isinstance(start, dict) and start.get("type") == "start"
 
 
-def materialized(frames: Sequence[Row]) -> dict[int, bytes | None]:
+def materialized(frames: Sequence[RecordedFrame]) -> dict[int, bytes | None]:
     """Replacement bytes per seq for the compactions of every history window."""
     replaced: dict[int, bytes | None] = {}
     windows: dict[int, str | None] = {}  # request seq -> session id
@@ -92,7 +76,7 @@ def _update(raw: bytes) -> tuple[str | None, dict[str, Any] | None]:
     return (session if isinstance(session, str) else None), update
 
 
-def _fold(window: Sequence[Row]) -> dict[int, bytes | None]:
+def _fold(window: Sequence[RecordedFrame]) -> dict[int, bytes | None]:
     # Imported here: the transcript model is only needed when a history window holds
     # compactions, and importing it is a sizeable part of replay's start-up.
     from acp_proxy.inspect.transcript.entities import (
@@ -105,7 +89,7 @@ def _fold(window: Sequence[Row]) -> dict[int, bytes | None]:
     )
     from acp_proxy.inspect.transcript.values import Compaction
 
-    groups: dict[str, list[tuple[Row, dict[str, Any]]]] = {}
+    groups: dict[str, list[tuple[RecordedFrame, dict[str, Any]]]] = {}
     sessions: dict[str, str | None] = {}
     for frame in window:
         session, update = _update(frame.raw)

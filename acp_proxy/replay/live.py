@@ -33,8 +33,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from acp_proxy.protocol.jsonrpc import id_key, is_request, parse_json
+from acp_proxy.protocol.observer import ConnectionObserver
 from acp_proxy.replay.drive import Drive, report
-from acp_proxy.replay.script import RecordedFrame
 
 Log = list[tuple[str, bytes]]  # ("c2a" | "a2c", raw frame)
 
@@ -47,10 +47,8 @@ class Live:
         ignore: Sequence[str] = (),
     ) -> None:  # fmt: skip
         log = list(log)
-        rows = [
-            RecordedFrame(n, direction, 0, raw, "", None, None, None, None, None)
-            for n, (direction, raw) in enumerate(log, start=1)
-        ]
+        reader = ConnectionObserver()  # the log read as a recording would be
+        rows = [reader.row(n, direction, raw) for n, (direction, raw) in enumerate(log, start=1)]
         self.drive = Drive(rows, ignore)
         self._held = list(held)
         self._to_agent: list[bytes] = []

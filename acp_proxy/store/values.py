@@ -3,7 +3,7 @@
 Rules:
 - Frozen, slotted dataclasses with exactly the meaning of docs/recording-format.md; the
   ``store_read`` module builds them, renderers and the transcript model consume them.
-- ``FrameRow`` satisfies ``transcript.FrameLike``, so stored frames feed the model directly.
+- ``FrameRow`` satisfies ``observer.FrameLike``, so stored frames feed the transcript directly.
 """
 
 from __future__ import annotations

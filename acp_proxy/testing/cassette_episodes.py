@@ -24,16 +24,9 @@ from typing import NamedTuple
 import orjson
 
 from acp_proxy.protocol.diffing import Diff, Item, compare, items
+from acp_proxy.protocol.observer import ConnectionObserver, FrameRecord
 
 MACHINE_PATHS = ("$..cwd", "$..additionalDirectories", "$.._meta")
-
-
-class Row(NamedTuple):
-    """The columns of an exported frame that comparing needs."""
-
-    seq: int
-    direction: str
-    raw: bytes
 
 
 def is_header(line: bytes) -> bool:
@@ -53,8 +46,9 @@ def split(data: bytes) -> list[bytes]:
     return [data[start:end] for start, end in zip(starts, ends, strict=True)]
 
 
-def rows(episode: bytes) -> Iterator[Row]:
-    """The frames of one episode (its header and blank lines skipped)."""
+def rows(episode: bytes) -> Iterator[FrameRecord]:
+    """The frames of one episode as the observer reads them (header and blank lines skipped)."""
+    observer = ConnectionObserver()
     for line in episode.splitlines():
         if not line.strip() or is_header(line):
             continue
@@ -63,7 +57,7 @@ def rows(episode: bytes) -> Iterator[Row]:
             raw = base64.b64decode(record["raw_base64"])
         else:
             raw = str(record.get("raw", "")).encode()
-        yield Row(int(record["seq"]), str(record["direction"]), raw)
+        yield observer.row(int(record["seq"]), str(record["direction"]), raw)
 
 
 class Repeat(NamedTuple):
@@ -72,7 +66,7 @@ class Repeat(NamedTuple):
 
 
 def _comparable(episode: bytes, ignore: Sequence[str]) -> dict[str, list[Item]]:
-    return items(rows(episode), strict=False, ignore=[*MACHINE_PATHS, *ignore])  # type: ignore[arg-type]
+    return items(rows(episode), strict=False, ignore=[*MACHINE_PATHS, *ignore])
 
 
 def repeats(new: bytes, episodes: Sequence[bytes], ignore: Sequence[str] = ()) -> Repeat | None:

@@ -106,13 +106,15 @@ def resume(replay: bool, i: int = 5) -> tuple[Direction, bytes]:
     return req(i, "session/resume", params)
 
 
+RESULT_AND_ERROR = (A2C, b'{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}\n')
 BATCH_NOTE = (C2A, b'[{"jsonrpc":"2.0","method":"_x/ping","params":{}}]\n')
 CAPS_V1 = {"fs": {"readTextFile": True}, "terminal": True}
 READ = req(0, "fs/read_text_file", {"sessionId": S, "path": "/w/a.py"}, A2C)
 
 CASES: dict[str, tuple[list[Frames], Frames]] = {
     "ACP001": ([[(A2C, b"Loading model...\n")], [(A2C, b'{"jsonrpc":"2.0","method":"x"')],
-                [(A2C, b"\xff\xfe\n")], [(A2C, b"[1]\n")]],
+                [(A2C, b"\xff\xfe\n")], [(A2C, b"[1]\n")],
+                [req(1, "_x", {}), RESULT_AND_ERROR]],
                [note("_x/ping", {})]),
     "ACP002": ([[(C2A, b'{"id":1,"method":"session/new","params":{}}\n')]], [req(1, "session/new", {})]),
     "ACP003A": ([[*v1(), BATCH_NOTE]], [*v2(), BATCH_NOTE]),

@@ -17,7 +17,7 @@ import orjson
 
 from acp_proxy.check.base import ERROR, WARNING, Event, Rule, RuleInfo, get
 from acp_proxy.protocol import acp
-from acp_proxy.protocol.jsonrpc import id_key
+from acp_proxy.protocol.jsonrpc import Kind, envelope
 from acp_proxy.protocol.observer import FrameRecord
 
 _TRANSPORTS = "docs/protocol/v1/transports.mdx"
@@ -25,6 +25,7 @@ _KNOWN_CODES = frozenset({-32700, -32600, -32601, -32602, -32603, -32800, -32000
 _LIFECYCLE = frozenset(
     {"initialize", "auth/login", "session/new", "session/resume", "session/prompt"}
 )
+_NO_MESSAGE = frozenset({Kind.INVALID, Kind.BATCH})
 _ROLES = {"request": "request", "notification": "notification", "response": "response"}
 
 
@@ -36,7 +37,13 @@ def _json_text(value: Any) -> str:
 
 
 def _is_message(entry: Any) -> bool:
-    return isinstance(entry, dict) and ("method" in entry or "id" in entry)
+    """Whether a batch entry is a JSON-RPC message, by the one shape rule (jsonrpc.envelope)."""
+    return isinstance(entry, dict) and envelope(entry).kind not in _NO_MESSAGE
+
+
+def _both(entry: Any) -> bool:
+    """A response with both members (JSON-RPC 2.0 forbids it; it is read as an error)."""
+    return isinstance(entry, dict) and "result" in entry and "error" in entry
 
 
 class Schema(Rule):
@@ -90,6 +97,8 @@ class OneMessagePerLine(Rule):
             problem = "ends without a newline (the stream stopped mid-message)"
         elif isinstance(value, list) and not all(_is_message(e) for e in value):
             problem = "is a batch with an entry that is not a JSON-RPC message"
+        elif _both(value) or (isinstance(value, list) and any(_both(e) for e in value)):
+            problem = "has both result and error (JSON-RPC 2.0 allows one; read as an error)"
         else:
             return
         sample = record.raw[:60].decode("utf-8", "replace").rstrip("\r\n")
@@ -168,7 +177,7 @@ class Pairing(Rule):
 
     def message(self, event: Event) -> None:
         if event.kind == "request":
-            earlier = self.state.pending.get((event.direction, id_key(event.id)))
+            earlier = event.replaces
             if earlier is not None:
                 self.flag(
                     event,
@@ -222,9 +231,7 @@ class ErrorObject(Rule):
 
     def message(self, event: Event) -> None:
         code, text = get(event.error, "code"), get(event.error, "message")
-        if not isinstance(event.error, dict):
-            self.flag(event, "error is not an object")
-        elif not isinstance(code, int) or isinstance(code, bool):
+        if not isinstance(code, int) or isinstance(code, bool):
             self.flag(event, f"error code {code!r} is not an integer")
         elif not isinstance(text, str):
             self.flag(event, f"error message {text!r} is not a string")

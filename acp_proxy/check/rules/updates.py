@@ -96,8 +96,9 @@ class RecorderKeepsUnknown(Rule):
     methods = frozenset({acp.SESSION_UPDATE})
 
     def message(self, event: Event) -> None:
-        if not event.in_batch and event.record.update_kind != event.update_kind:
-            stored = event.record.update_kind
+        record = self.context.record
+        stored = record.update_kind if record is not None else event.update_kind
+        if not event.in_batch and stored != event.update_kind:
             self.flag(event, f"stored update kind {stored!r}, the bytes say {event.update_kind!r}")
 
 

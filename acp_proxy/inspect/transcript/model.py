@@ -2,9 +2,10 @@
 
 Rules:
 - ``Transcript.apply(frame)`` takes frames in timeline order (``seq``); a frame is anything with
-  ``seq``, ``direction``, ``mono_ns`` and ``raw`` (an observer ``FrameRecord``, a stored row).
-  It parses its own copy of ``raw`` and correlates requests and responses itself (ids per
-  sending side, exactly as sent), so batches (v2) are handled entry by entry.
+  ``seq``, ``direction``, ``mono_ns`` and ``raw`` (``observer.FrameLike``: an observer
+  ``FrameRecord``, a stored row). What each message is, and which request a response answers,
+  comes from the observer (protocol/observer.py), run over the frames' bytes: the same verdict
+  as the stored columns, so batches (v2) are handled entry by entry.
 - ``view()`` returns frozen values (transcript_values.py). Entities follow
   transcript_entities.py. Peer input never raises; what is not JSON-RPC becomes ``Malformed``.
 - Protocol v1: the ``session/prompt`` request is the user's message and its response ends the
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any
 
 from acp_proxy.inspect.transcript.entities import (
     CHUNK_KINDS,
@@ -50,46 +51,14 @@ from acp_proxy.inspect.transcript.values import (
 )
 from acp_proxy.inspect.transcript.values import Message as ChatMessage
 from acp_proxy.protocol import acp
-from acp_proxy.protocol.jsonrpc import (
-    Batch,
-    ErrorResponse,
-    Message,
-    Notification,
-    Request,
-    Response,
-    classify,
-    id_key,
-)
+from acp_proxy.protocol.jsonrpc import PendingRequest, id_key
+from acp_proxy.protocol.observer import ConnectionObserver, Event, FrameLike
 
 __all__ = ["FrameLike", "Transcript", "build"]
 
 
-class FrameLike(Protocol):
-    @property
-    def seq(self) -> int: ...
-    @property
-    def direction(self) -> str: ...
-    @property
-    def mono_ns(self) -> int: ...
-    @property
-    def raw(self) -> bytes: ...
-
-
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
-
-
-class _Pending:
-    __slots__ = ("key", "method", "params", "seq", "session")
-
-    def __init__(self, method: str, seq: int, session: str | None, key: Key, params: Any) -> None:
-        self.method, self.seq, self.session, self.key, self.params = (
-            method,
-            seq,
-            session,
-            key,
-            params,
-        )
 
 
 class Transcript:
@@ -101,7 +70,9 @@ class Transcript:
         self.agent_info: Any = None
         self._sessions: dict[str, SessionState] = {}
         self._events = Timeline()
-        self._pending: dict[tuple[str, Any], _Pending] = {}
+        self._observer = ConnectionObserver()
+        # Where each pending request is shown, by (direction, seq, id_key(id)).
+        self._keys: dict[tuple[str, int, tuple[str, Any]], Key] = {}
         self._frames = 0
         self._stderr = 0
         self._first_ns: int | None = None
@@ -123,35 +94,31 @@ class Transcript:
         if frame.direction == acp.Direction.AGENT_STDERR:
             self._stderr += 1
             return
-        message = classify(bytes(frame.raw))
-        for item in message.items if isinstance(message, Batch) else (message,):
-            self._message(frame, item)
+        for event in self._observer.read(frame.seq, frame.direction, frame.raw).events:
+            self._message(frame, event)
 
     # ------------------------------------------------------------------ dispatch
 
-    def _message(self, frame: FrameLike, message: Message) -> None:
-        sender = "client" if frame.direction == acp.Direction.CLIENT_TO_AGENT else "agent"
-        if isinstance(message, Request | Notification):
-            params = message.params if isinstance(message.params, dict) else {}
-            session_id = _str(params.get("sessionId"))
-            if isinstance(message, Notification) and message.method == acp.SESSION_UPDATE:
-                update = params.get("update")
-                if session_id is not None and isinstance(update, dict):
-                    self._update(self._session(session_id), frame, update)
-                    return
-            self._request(frame, sender, message, session_id)
-        elif isinstance(message, Response | ErrorResponse):
-            other = "agent" if sender == "client" else "client"
-            pending = self._pending.pop((other, id_key(message.id)), None)
+    def _message(self, frame: FrameLike, event: Event) -> None:
+        kind, session_id = event.kind, event.session_id
+        if kind in {"request", "notification"}:
+            if kind == "notification" and session_id is not None and event.update is not None:
+                self._update(self._session(session_id), frame, event.update)
+                return
+            self._request(frame, event, session_id)
+        elif kind in {"response", "error"}:
+            pending = event.request
             if pending is None:
-                reason = f"response to unknown request id {message.id!r}"
+                reason = f"response to unknown request id {event.id!r}"
                 self._events.put(
                     ("event", str(frame.seq)), Malformed(frame.seq, frame.direction, reason)
                 )
                 return
-            self._answer(frame, pending, message)
+            shown: Key = ("event", str(pending.seq))
+            where = self._keys.pop((pending.direction, pending.seq, id_key(pending.id)), shown)
+            self._answer(frame, pending, where, event)
         else:
-            reason = getattr(message, "reason", "not JSON-RPC")
+            reason = event.reason or "not JSON-RPC"
             self._events.put(
                 ("event", str(frame.seq)), Malformed(frame.seq, frame.direction, reason)
             )
@@ -162,10 +129,8 @@ class Transcript:
             session = self._sessions[session_id] = SessionState(session_id, opened_by)
         return session
 
-    def _request(
-        self, frame: FrameLike, sender: str, message: Request | Notification, session_id: str | None
-    ) -> None:
-        method, params, seq = message.method, message.params, frame.seq
+    def _request(self, frame: FrameLike, event: Event, session_id: str | None) -> None:
+        method, params, seq, sender = event.method or "", event.params, frame.seq, event.sender
         session = self._session(session_id) if session_id is not None else None
         key: Key = ("event", str(seq))
         timeline = session.timeline if session is not None else self._events
@@ -183,14 +148,13 @@ class Transcript:
                 t = session.turns[turn]
                 session.change_turn(turn, permissions=t.permissions + 1)
         else:
-            notification = isinstance(message, Notification)
+            notification = event.kind == "notification"
             call = Call(seq, sender, method, params, frame.mono_ns, notification)
             timeline.put(key, call)
             if session is not None and method == acp.SESSION_CANCEL and session.turn is not None:
                 session.change_turn(session.turn, cancel_seq=seq)
-        if isinstance(message, Request):
-            pending = _Pending(method, seq, session_id, key, params)
-            self._pending[(sender, id_key(message.id))] = pending
+        if event.kind == "request":
+            self._keys[(event.direction, seq, id_key(event.id))] = key
 
     def _start_turn(self, session: SessionState, frame: FrameLike, params: Any) -> None:
         prompt = params.get("prompt") if isinstance(params, dict) else None
@@ -210,42 +174,42 @@ class Transcript:
             session.timeline.put(key, message)
             session.last_entity = key
 
-    def _answer(
-        self, frame: FrameLike, pending: _Pending, message: Response | ErrorResponse
-    ) -> None:
+    def _answer(self, frame: FrameLike, pending: PendingRequest, key: Key, event: Event) -> None:
         seq, now = frame.seq, frame.mono_ns
-        result = message.result if isinstance(message, Response) else None
+        result = event.result
         error = None
-        if isinstance(message, ErrorResponse):
-            error = {"code": message.code, "message": message.message, "data": message.data}
+        if event.kind == "error":
+            fields = event.error if isinstance(event.error, dict) else {}
+            error = {"code": fields.get("code"), "message": fields.get("message"),
+                     "data": fields.get("data")}  # fmt: skip
         result_map: Mapping[str, Any] = result if isinstance(result, dict) else {}
         if pending.method == acp.INITIALIZE and error is None:
             self.protocol_version = acp.protocol_version(result)
             self.agent_info = acp.agent_info(result)
-        session = self._sessions.get(pending.session) if pending.session else None
+        session = self._sessions.get(pending.session_id) if pending.session_id else None
         if pending.method in acp.SESSION_CREATING_METHODS and error is None:
             created = _str(result_map.get("sessionId"))
             if created is not None:
                 self._session(created, pending.method)
         elif pending.method in (acp.SESSION_LOAD, acp.SESSION_RESUME) and session is not None:
             session.opened_by = session.opened_by or pending.method
-        if session is not None and pending.key[0] == "turn":
-            self._prompt_answered(session, int(pending.key[1]), seq, now, result_map, error)
+        if session is not None and key[0] == "turn":
+            self._prompt_answered(session, int(key[1]), seq, now, result_map, error)
             return
         timeline = session.timeline if session is not None else self._events
-        item = timeline.items.get(pending.key)
+        item = timeline.items.get(key)
         if isinstance(item, Permission):
             outcome = result_map.get("outcome")
             answered = replace(
                 item, answered_seq=seq, answered_ns=now, outcome=outcome, error=error
             )
-            timeline.put(pending.key, answered)
+            timeline.put(key, answered)
             if session is not None and item.turn is not None and item.wait_ns is None:
                 turn = session.turns[item.turn]
                 wait = turn.permission_wait_ns + now - item.requested_ns
                 session.change_turn(item.turn, permission_wait_ns=wait)
         elif isinstance(item, Call):
-            timeline.put(pending.key, replace(item, answered_seq=seq, answered_ns=now,
+            timeline.put(key, replace(item, answered_seq=seq, answered_ns=now,
                                               result=result, error=error))  # fmt: skip
 
     def _prompt_answered(
