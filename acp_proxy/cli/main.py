@@ -20,6 +20,7 @@ from acp_proxy import __version__
 from acp_proxy.errors import AcpProxyError, BadReference
 from acp_proxy.paths import DB_ENV, default_db_path
 from acp_proxy.record.spawn import DEFAULT_GRACE
+from acp_proxy.record.tap import DEFAULT_MAX_WAIT
 from acp_proxy.stderr import report
 
 if TYPE_CHECKING:
@@ -155,12 +156,23 @@ def main() -> None:
     help="Apply the spec rules (see `acp-proxy check`) to every frame as it is recorded: "
     "findings are said on stderr as they happen and stored in the recording.",
 )
+@click.option(
+    "--max-recorder-wait",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_MAX_WAIT,
+    show_default=True,
+    metavar="SECONDS",
+    help="Longest forwarding waits for a recorder that is behind (stopped, starved, its "
+    "temporary folder full); past it, frames are left out of the recording and counted, and "
+    "forwarding goes on. `inf`: never leave a frame out, wait as long as it takes.",
+)
 @click.argument("agent_command", nargs=-1, required=True, type=click.UNPROCESSED)
 def record(
     db: Path | None,
     label: str | None,
     grace: float,
     check: bool,
+    max_recorder_wait: float,
     agent_command: tuple[str, ...],
 ) -> None:
     """Run AGENT_COMMAND behind the proxy and record the conversation.
@@ -176,7 +188,10 @@ def record(
     from acp_proxy.record.session import RecordOptions
     from acp_proxy.record.session import record as run_record
 
-    options = RecordOptions(agent_command, resolve_db(db), label=label, grace=grace, check=check)
+    options = RecordOptions(
+        agent_command, resolve_db(db), label=label, grace=grace, check=check,
+        max_recorder_wait=max_recorder_wait,
+    )  # fmt: skip
     sys.exit(run_record(options, report))
 
 
