@@ -435,6 +435,8 @@ class RecordingWriter:
             f"VALUES ({int(connection_id)}, {large_marks})"
         )
         self.max_raw_bytes = max(0, db.getlimit(sqlite3.SQLITE_LIMIT_LENGTH) - ROW_OVERHEAD_BYTES)
+        # Frames from this size on take the row-by-row path (large, or too long to store).
+        self._row_path_bytes = min(LARGE_FRAME_BYTES, self.max_raw_bytes + 1)
 
     @classmethod
     def start(cls, db: sqlite3.Connection, new: NewConnection) -> RecordingWriter:
@@ -516,9 +518,10 @@ class RecordingWriter:
         raw_index = self._raw_index
         start = 0
         too_long: list[FrameRecord] = []
+        row_path_bytes = self._row_path_bytes
         for index, record in enumerate(records):
             raw = record.raw
-            if len(raw) >= LARGE_FRAME_BYTES:
+            if len(raw) >= row_path_bytes:
                 self._insert_small(records[start:index])
                 start = index + 1
                 row = list(record)
