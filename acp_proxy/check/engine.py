@@ -10,8 +10,9 @@ Rules:
 - Every rule has a stable id (``ACP001`` ... ``ACP035`` follow the numbering of section 8 of the
   spec digest, ``ACP000`` is schema validation, ``REC001`` the recording's own losses), a
   severity (``error`` for MUST, ``warning`` for SHOULD and reserved values), a one-line
-  summary, its spec source and the fix. The rules live in ``check/rules/``; this module dispatches frames to the rules that asked for
-  them (by method and update kind), so a chunk-heavy recording stays fast.
+  summary, its spec source and the fix. The rules live in ``check/rules/``; this module
+  dispatches frames to the rules that asked for them (by method and update kind), so a
+  chunk-heavy recording stays fast.
 - Shared connection facts (negotiated version, capabilities, pending requests, replay windows)
   are kept here and updated after the rules have seen each message, so a rule sees the state
   *before* the message it is looking at.
