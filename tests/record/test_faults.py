@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_proxy.store.database import connect
+from acp_proxy.store.database import BUSY_TIMEOUT_MS, connect
 from tests.record.test_record import FAKE_AGENT, proxy_argv, start
 
 LINE = b'{"jsonrpc":"2.0","method":"_x","params":{"n":%07d,"pad":"%s"}}\n'
@@ -175,8 +175,10 @@ def test_a_closed_stdout_at_start_still_records_every_frame(db_path: Path) -> No
     result = _shell(">&-", db_path, "echo", input=lines)
     assert result.returncode == 0
     con = sqlite3.connect(db_path)
-    counts = con.execute("SELECT frames_c2a, frames_a2c, frames_lost FROM connection").fetchone()
-    assert counts == (300, 300, 0)
+    counts = con.execute(
+        "SELECT frames_c2a, frames_a2c, frames_lost, status, exit_code FROM connection"
+    ).fetchone()
+    assert counts == (300, 300, 0, "exited", 0)
     raws = [bytes(r[0]) for r in con.execute("SELECT raw FROM frame WHERE direction = 'a2c'")]
     assert b"".join(raws) == lines
 
@@ -234,3 +236,38 @@ def test_standard_descriptors_missing_at_start_are_opened_on_dev_null(
     )  # fmt: skip
     assert result.returncode == 0
     assert out.read_text() == "/dev/null"
+
+
+def test_a_database_locked_past_the_busy_timeout_is_waited_for_not_abandoned(
+    db_path: Path,
+) -> None:
+    connect(db_path).close()
+    holder = sqlite3.connect(db_path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another writer that keeps the lock past the timeout
+    proxy = start(proxy_argv(db_path, "echo"))
+    assert proxy.stdin is not None
+    assert proxy.stdout is not None
+    assert proxy.stderr is not None
+    lines = b"".join(b'{"n":%d}\n' % n for n in range(1000))
+    proxy.stdin.write(lines)
+    proxy.stdin.flush()
+    took = _read_all(proxy.stdout.fileno(), lines, 10)
+    assert took < 5  # forwarding never waits for the database
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000 + 20
+    said = b""
+    while b"waiting for it" not in said:  # the first attempt gave up: the recorder waits on
+        assert time.monotonic() < deadline, said
+        ready, _, _ = select.select([proxy.stderr], [], [], 0.1)
+        if ready:
+            said += os.read(proxy.stderr.fileno(), 4096)
+    holder.execute("COMMIT")
+    holder.close()
+    proxy.stdin.close()
+    assert proxy.wait(timeout=30) == 0
+    said += proxy.stderr.read()
+    assert said.count(b"\n") == 1, said
+    con = sqlite3.connect(db_path)
+    row = con.execute("SELECT status, frames_c2a, frames_a2c, frames_lost FROM connection")
+    assert row.fetchone() == ("exited", 1000, 1000, 0)
+    proxy.stdout.close()
+    proxy.stderr.close()
