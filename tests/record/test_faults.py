@@ -271,3 +271,40 @@ def test_a_database_locked_past_the_busy_timeout_is_waited_for_not_abandoned(
     assert row.fetchone() == ("exited", 1000, 1000, 0)
     proxy.stdout.close()
     proxy.stderr.close()
+
+
+def _frames_stored(db: Path) -> int:
+    if not db.exists():  # connecting would create it
+        return 0
+    try:
+        con = sqlite3.connect(db)
+        try:
+            return int(con.execute("SELECT count(*) FROM frame").fetchone()[0])
+        finally:
+            con.close()
+    except sqlite3.Error:  # not created yet
+        return 0
+
+
+def test_a_recorder_that_dies_leaves_its_connection_marked_incomplete(db_path: Path) -> None:
+    proxy = start(proxy_argv(db_path, "echo"))
+    assert proxy.stdin is not None
+    assert proxy.stdout is not None
+    assert proxy.stderr is not None
+    first = b'{"jsonrpc":"2.0","method":"_one"}\n'
+    proxy.stdin.write(first)
+    proxy.stdin.flush()
+    _read_all(proxy.stdout.fileno(), first, 10)
+    deadline = time.monotonic() + 20
+    while not _frames_stored(db_path):  # the row and the first frame are committed
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    os.kill(_recorder_pid(proxy), signal.SIGKILL)
+    proxy.stdin.close()
+    assert proxy.wait(timeout=30) == 0
+    con = sqlite3.connect(db_path)
+    status, error = con.execute("SELECT status, error FROM connection").fetchone()
+    assert status == "incomplete"
+    assert "the recorder process ended early" in error
+    proxy.stdout.close()
+    proxy.stderr.close()

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from tests.perf.soak_recorders import HOG
 from tests.record.test_record import proxy_argv
 
 PROXIES = 8
@@ -19,11 +20,6 @@ HOGS = 3
 HOG_SECONDS = 6.0
 GROUP, PAUSE_MS = 20, 10  # the agents talk for about 4 s: many small batches to commit
 AGENT = ("drip", str(FRAMES_OUT), str(GROUP), str(PAUSE_MS))
-HOG = (
-    "import sys, time\n"
-    "end = time.monotonic() + float(sys.argv[1])\n"
-    "while time.monotonic() < end: pass\n"
-)
 
 
 def test_eight_proxies_under_cpu_load_all_record_everything(db_path: Path) -> None:
