@@ -320,12 +320,16 @@ def connect(
             uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
             check_same_thread=False,
         )  # fmt: skip
-        if not readonly:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            if recorder:
-                db.execute("PRAGMA wal_autocheckpoint=0")
-        _migrate(db, path, readonly=readonly)
+        try:
+            if not readonly:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                if recorder:
+                    db.execute("PRAGMA wal_autocheckpoint=0")
+            _migrate(db, path, readonly=readonly)
+        except BaseException:
+            db.close()  # a caller that retries (busy) must not pile up open connections
+            raise
     except (sqlite3.Error, OSError) as error:
         if readonly:
             raise UnreadableRecording(
