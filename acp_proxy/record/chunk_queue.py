@@ -115,10 +115,11 @@ class ChunkQueue:
                 if self._overflow:
                     self._overflow_add(item, None)
                     continue
-                size = 0 if isinstance(chunk, Lost) else len(chunk)
+                lost = chunk.__class__ is Lost
+                size = 0 if lost else len(chunk)
                 spilling = self._spill_written > self._spill_read
                 if not spilling and (not self._items or self._bytes + size <= self._memory_bytes):
-                    self._items.append((direction, mono_ns, _kept(chunk)))
+                    self._items.append((direction, mono_ns, chunk if lost else bytes(chunk)))  # type: ignore[arg-type]
                     self._bytes += size
                     continue
                 if self._spill_written - self._spill_read + size > self._spill_bytes:

@@ -14,7 +14,8 @@ Rules:
   the connection ``incomplete``, found by its uid, since the recorder cannot).
 - Streams a caller never ended (no empty chunk) are ended by ``finish``, so that an
   unterminated last line is recorded as ``record`` records it.
-- Light to import: it runs in ``record``'s start-up, before the agent answers.
+- Light to import (no ``pathlib``, no ``dataclasses``): it runs in ``record``'s start-up,
+  before the agent is even spawned.
 """
 
 from __future__ import annotations
@@ -22,14 +23,16 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Sequence
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp_proxy import __version__
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.record.recorder_process import RecorderProcess, start_recorder_process
 from acp_proxy.record.tap import Tap
 from acp_proxy.stderr import Reporter
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # Seconds a finished connection waits for its recorder to commit the rest before the proxy
 # exits anyway (the recorder then goes on in the background).
@@ -144,6 +147,8 @@ class Recording:
         return outcome
 
     def _mark_died(self) -> None:
+        from pathlib import Path
+
         from acp_proxy.errors import RecordingError
         from acp_proxy.store.database import update_by_uid
 
@@ -157,6 +162,8 @@ class Recording:
 
     def connection_id(self) -> int | None:
         """The recorded connection's id (after ``finish``), or None if it has no row."""
+        from pathlib import Path
+
         from acp_proxy.errors import RecordingError
         from acp_proxy.store.database import connection_id_of_uid
 
