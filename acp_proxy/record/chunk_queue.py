@@ -107,13 +107,12 @@ class ChunkQueue:
                 self._overflow = []
             spill: list[bytes | memoryview] = []  # spill records, counted in _spill_written
             spilled: list[IncomingChunk] = []  # what those records hold
-            for index, item in enumerate(items):
-                direction, mono_ns, chunk = item
+            for index, (direction, mono_ns, chunk) in enumerate(items):
                 if self._discarding:
                     self._discard_items(items[index:])
                     break
                 if self._overflow:
-                    self._overflow_add(item, None)
+                    self._overflow_add((direction, mono_ns, chunk), None)
                     continue
                 lost = chunk.__class__ is Lost
                 size = 0 if lost else len(chunk)
@@ -137,7 +136,7 @@ class ChunkQueue:
                         self._discard_items(items[index:])
                         break
                     if self._overflow:
-                        self._overflow_add(item, None)
+                        self._overflow_add((direction, mono_ns, chunk), None)
                         continue
                 if isinstance(chunk, Lost):
                     payload: bytes | memoryview = (
@@ -149,7 +148,7 @@ class ChunkQueue:
                     payload, code = chunk, _CODES[direction]
                     self.spilled_bytes += len(chunk)
                 spill += [_RECORD.pack(code, mono_ns, len(payload)), payload]
-                spilled.append(item)
+                spilled.append((direction, mono_ns, chunk))
                 self._spill_written += _RECORD.size + len(payload)
             self._write_spill(spill, spilled)
             self._cond.notify_all()
