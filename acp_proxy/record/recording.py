@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from acp_proxy import __version__
 from acp_proxy.protocol.acp import Direction
@@ -37,6 +37,13 @@ if TYPE_CHECKING:
 # Seconds a finished connection waits for its recorder to commit the rest before the proxy
 # exits anyway (the recorder then goes on in the background).
 FLUSH_DEADLINE = 30.0
+
+
+class ChunkSink(Protocol):
+    """Where an I/O shell puts what crosses: a ``Recording`` (or its ``Tap``)."""
+
+    def put(self, direction: Direction, mono_ns: int, chunk: bytes) -> None:
+        """One chunk that crossed, as read or written (``b""`` ends that direction)."""
 
 
 def connection_settings(
