@@ -24,6 +24,10 @@ class BadReference(AcpProxyError):
     """A REF names nothing, or names a database or file that is not a usable recording."""
 
 
+class RecordingBusy(RecordingError):
+    """Another writer holds the database's lock: waiting and retrying will get it."""
+
+
 class UnknownRecording(BadReference):
     """A recording reference (id, session id, label, ``last``) names nothing."""
 

@@ -127,15 +127,26 @@ class State:
                 self.auth_methods = get(event.result, "authMethods")
 
 
+@dataclass(frozen=True, slots=True)
+class Losses:
+    """What a recording says it could not record (its connection row)."""
+
+    frames: int
+    size: int
+    reason: str | None
+
+
 class Context:
     """What a rule is given: the shared state, the schemas, and where findings go."""
 
     def __init__(
-        self, schemas: SchemaBook | None, protocol_version: int | None, connection_id: int | None
-    ) -> None:
+        self, schemas: SchemaBook | None, protocol_version: int | None, connection_id: int | None,
+        losses: Losses | None = None,
+    ) -> None:  # fmt: skip
         self.schemas = schemas
         self.state = State(version=protocol_version)
         self.connection_id = connection_id
+        self.losses = losses
         self.findings: list[Finding] = []
         self.record: FrameRecord | None = None  # the frame being checked, as it was given
 

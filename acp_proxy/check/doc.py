@@ -69,7 +69,10 @@ repository's `schema/` too, whose `meta*.json` are then cross-checked). Without 
 ## Rules
 
 Rule ids ACP001-ACP035 follow the numbering of the rules in section 8 of the ACP digest the
-project works from; a letter splits a digest rule whose parts differ in severity. Severity is
+project works from; a letter splits a digest rule whose parts differ in severity. REC001 is
+about the recording rather than the protocol: frames the recording lost (`frames_lost`,
+docs/recording-format.md) are frames no rule saw, so an incomplete recording is an error.
+Severity is
 `error` for MUST, `warning` for SHOULD, reserved values and advisories. Where the v2 draft
 text and the schema differ (an idle `state_update` that ends work: MUST carry `stopReason`
 in the draft, SHOULD in the schema), the newer draft wins.

@@ -8,10 +8,11 @@ Rules:
   the frame alone shows it.
 - Peer input never raises: frames that are not JSON-RPC become findings of the framing rules.
 - Every rule has a stable id (``ACP001`` ... ``ACP035`` follow the numbering of section 8 of the
-  spec digest, ``ACP000`` is schema validation), a severity (``error`` for MUST, ``warning`` for
-  SHOULD and reserved values), a one-line summary, its spec source and the fix. The rules live
-  in ``checks_rules_*`` modules; this module dispatches frames to the rules that asked for
-  them (by method and update kind), so a chunk-heavy recording stays fast.
+  spec digest, ``ACP000`` is schema validation, ``REC001`` the recording's own losses), a
+  severity (``error`` for MUST, ``warning`` for SHOULD and reserved values), a one-line
+  summary, its spec source and the fix. The rules live in ``check/rules/``; this module
+  dispatches frames to the rules that asked for them (by method and update kind), so a
+  chunk-heavy recording stays fast.
 - What a frame means comes from the observer (protocol/observer.py), run here over each frame's
   bytes: the same verdict as the stored columns, batch entries included. The rules never
   classify or correlate frames themselves.
@@ -25,19 +26,29 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from acp_proxy.check.base import DISABLED_BY_DEFAULT, Context, Event, Finding, Rule, RuleInfo
+from acp_proxy.check.base import (
+    DISABLED_BY_DEFAULT,
+    Context,
+    Event,
+    Finding,
+    Losses,
+    Rule,
+    RuleInfo,
+)
 from acp_proxy.check.rules.framing import FRAMING_RULES
 from acp_proxy.check.rules.lifecycle import LIFECYCLE_RULES
+from acp_proxy.check.rules.recording import RECORDING_RULES
 from acp_proxy.check.rules.replay import REPLAY_RULES
 from acp_proxy.check.rules.session import SESSION_RULES
 from acp_proxy.check.rules.updates import UPDATE_RULES
 from acp_proxy.check.schemas import SchemaBook
 from acp_proxy.protocol.observer import ConnectionObserver, FrameRecord
 
-__all__ = ["RULES", "Checker", "Finding", "RuleInfo", "rule_ids", "select_rules"]
+__all__ = ["RULES", "Checker", "Finding", "Losses", "RuleInfo", "rule_ids", "select_rules"]
 
 RULE_CLASSES: tuple[type[Rule], ...] = (
     *FRAMING_RULES, *SESSION_RULES, *LIFECYCLE_RULES, *UPDATE_RULES, *REPLAY_RULES,
+    *RECORDING_RULES,
 )  # fmt: skip
 RULES: tuple[RuleInfo, ...] = tuple(sorted((c.info for c in RULE_CLASSES), key=lambda i: i.id))
 _JSONRPC_KINDS = frozenset({"request", "notification", "response", "error", "batch"})
@@ -65,7 +76,7 @@ def select_rules(select: Sequence[str] = (), ignore: Sequence[str] = ()) -> froz
                 i for i in known if i.startswith(wanted) and i not in DISABLED_BY_DEFAULT
             }
             if not matched:
-                raise ValueError(f"no rule matches {pattern!r} (rules: ACP000-ACP035)")
+                raise ValueError(f"no rule matches {pattern!r} (rules: ACP000-ACP035, REC001)")
             chosen |= matched
         return chosen
 
@@ -83,9 +94,10 @@ class Checker:
         rules: Iterable[str] | None = None,
         protocol_version: int | None = None,
         connection_id: int | None = None,
+        losses: Losses | None = None,
     ) -> None:
         enabled = frozenset(rules) if rules is not None else select_rules()
-        self.context = Context(schemas, protocol_version, connection_id)
+        self.context = Context(schemas, protocol_version, connection_id, losses)
         self._observer = ConnectionObserver()
         self.context.state.pending = self._observer.pending
         self._rules = [cls(self.context) for cls in RULE_CLASSES if cls.info.id in enabled]

@@ -60,10 +60,11 @@ def check(
     the stateful rules of docs/checks.md run over each connection in order. Exits 1 when
     anything is found, 0 when clean, 2 on usage errors.
     """
-    from acp_proxy.check.engine import Checker, select_rules
+    from acp_proxy.check.engine import Checker, Losses, select_rules
     from acp_proxy.check.report import Checked, render_json, render_junit, render_text
     from acp_proxy.check.schema_files import load_book
     from acp_proxy.store.frames import all_connections, frames, scope
+    from acp_proxy.store.frames import losses as lost
     from acp_proxy.store.refs import open_database
 
     try:
@@ -81,9 +82,10 @@ def check(
             targets += [(database, scope(database, str(c))) for c in all_connections(database)]
         checked = []
         for database, target in targets:
+            losses = Losses(*lost(database, target.connection_id))
             checker = Checker(
                 book, rules=rules, protocol_version=target.protocol_version,
-                connection_id=target.connection_id,
+                connection_id=target.connection_id, losses=losses,
             )  # fmt: skip
             findings, count = [], 0
             for record in frames(database, target):

@@ -5,12 +5,15 @@ Rules:
   agent, the recorder process told where to record, the forwarding threads), before the
   command-line library and everything else is imported: the client does not wait for them to
   see ``initialize`` answered.
+- Before anything opens a file: a standard descriptor (0, 1 or 2) the proxy was started
+  without is opened on ``/dev/null``, so that no pipe or database of ours ever takes its
+  number (the agent would read our stop pipe as its stdin, and our words would go into it).
 - Only the unambiguous form is launched early: ``record`` first, then only options this module
-  understands exactly as the command does (``--db``, ``--label``, ``--grace``, with a value
-  after a space or ``=``; the flags ``--check`` and ``--otlp-content``; ``--otlp`` alone or
-  with a URL after ``=`` or a space), then ``--`` and a command. Anything else (``--help``, an
-  unknown or malformed option, ``--otlp`` without the ``otel`` extra) goes through the command
-  line as usual, which also reports mistakes.
+  understands exactly as the command does (``--db``, ``--label``, ``--grace``,
+  ``--max-recorder-wait``, with a value after a space or ``=``; the flags ``--check`` and
+  ``--otlp-content``; ``--otlp`` alone or with a URL after ``=`` or a space), then ``--`` and a
+  command. Anything else (``--help``, an unknown or malformed option, ``--otlp`` without the
+  ``otel`` extra) goes through the command line as usual, which also reports mistakes.
 - That form is then run without the command-line library at all (its options were just read
   here, exactly as the command would read them: tests/test_record.py compares the two), which
   keeps its import time and memory out of every proxied session. Everything else goes through
@@ -26,10 +29,11 @@ from typing import NamedTuple
 
 from acp_proxy.paths import DB_ENV, default_db_file
 from acp_proxy.record.spawn import DEFAULT_GRACE
+from acp_proxy.record.tap import DEFAULT_MAX_WAIT
 from acp_proxy.stderr import report
 
 # The options of ``record`` that the early launch understands (tests check they still exist).
-EARLY_OPTIONS = ("--db", "--label", "--grace")
+EARLY_OPTIONS = ("--db", "--label", "--grace", "--max-recorder-wait")
 EARLY_FLAGS = ("--check", "--otlp-content")
 OPTIONAL_VALUE = "--otlp"  # a flag, or an option with a value (as click reads it)
 
@@ -42,6 +46,19 @@ class EarlyRecord(NamedTuple):
     check: bool
     otlp: str | None = None
     otlp_content: bool = False
+    max_recorder_wait: float = DEFAULT_MAX_WAIT
+
+
+def open_missing_standard_fds() -> None:
+    """Give each of fds 0, 1, 2 that is not open ``/dev/null`` (see the rules)."""
+    for fd, flags in ((0, os.O_RDONLY), (1, os.O_WRONLY), (2, os.O_WRONLY)):
+        try:
+            os.fstat(fd)
+        except OSError:
+            opened = os.open(os.devnull, flags)  # the lowest free number: this one
+            if opened != fd:
+                os.dup2(opened, fd)
+                os.close(opened)
 
 
 def early_record_settings(args: Sequence[str]) -> EarlyRecord | None:
@@ -76,9 +93,10 @@ def early_record_settings(args: Sequence[str]) -> EarlyRecord | None:
         values[name] = value
     try:
         grace = float(values.get("--grace", DEFAULT_GRACE))
+        max_wait = float(values.get("--max-recorder-wait", DEFAULT_MAX_WAIT))
     except ValueError:
         return None
-    if not grace >= 0:  # also refuses nan
+    if not grace >= 0 or not max_wait >= 0:  # also refuses nan
         return None
     otlp = values.get(OPTIONAL_VALUE)
     if "--otlp-content" in values and otlp is None:
@@ -91,11 +109,12 @@ def early_record_settings(args: Sequence[str]) -> EarlyRecord | None:
     configured = values.get("--db") or os.environ.get(DB_ENV)
     return EarlyRecord(
         agent, configured or default_db_file(), values.get("--label"), grace, "--check" in values,
-        otlp, "--otlp-content" in values,
+        otlp, "--otlp-content" in values, max_wait,
     )  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    open_missing_standard_fds()
     args = list(sys.argv[1:] if argv is None else argv)
     settings = early_record_settings(args)
     if settings is not None:
@@ -106,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             otlp = {"endpoint": settings.otlp or None, "content": settings.otlp_content}
         launched = launch(
             settings.agent, report, settings.db_path, settings.label, check=settings.check,
-            otlp=otlp,
+            otlp=otlp, max_wait=settings.max_recorder_wait,
         )  # fmt: skip
         from pathlib import Path
 
@@ -115,6 +134,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         options = RecordOptions(
             settings.agent, Path(settings.db_path), label=settings.label, grace=settings.grace,
             check=settings.check, otlp=settings.otlp, otlp_content=settings.otlp_content,
+            max_recorder_wait=settings.max_recorder_wait,
         )  # fmt: skip
         sys.exit(record(options, report, launched))
     from acp_proxy.cli.main import main as command_line

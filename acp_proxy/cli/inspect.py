@@ -22,13 +22,15 @@ from typing import Any, TypeVar
 import click
 import orjson
 
-from acp_proxy.cli.main import db_option, open_ref, resolve_db
+from acp_proxy.cli.main import db_option, open_ref, report, resolve_db
 from acp_proxy.inspect.render.terminal import json_visible, visible
 from acp_proxy.inspect.render.text import (
     STATS_HEADER,
     connection_line,
     frame_json,
     frame_line,
+    incomplete,
+    incomplete_note,
     pretty_body,
     table,
     turn_record,
@@ -134,6 +136,7 @@ def ls_command(db: Path | None, limit: int, show_all: bool, as_json: bool) -> No
                     "protocol_version": row.protocol_version, "frames": counts.frames,
                     "prompt_turns": counts.prompts,
                     "duration_ms": None if ended is None else ended / 1e6, "status": row.status,
+                    "frames_lost": row.frames_lost,
                     "exit_code": row.exit_code, "exit_signal": row.exit_signal,
                     "errors": counts.errors, "malformed": counts.malformed,
                     "sessions": [s for s, _ in counts.sessions],
@@ -173,6 +176,9 @@ def show_command(
             database, connection_id, where, after_seq=from_seq, limit=limit
         ):
             write(frame)
+    row = store_read.connection(database, connection_id)
+    if incomplete(row):  # on stderr: stdout holds only frames, whatever the format
+        report(incomplete_note(row))
 
 
 @click.command("tail")

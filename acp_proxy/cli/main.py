@@ -20,6 +20,7 @@ from acp_proxy import __version__
 from acp_proxy.errors import AcpProxyError, BadReference
 from acp_proxy.paths import DB_ENV, default_db_path
 from acp_proxy.record.spawn import DEFAULT_GRACE
+from acp_proxy.record.tap import DEFAULT_MAX_WAIT
 from acp_proxy.stderr import report
 
 if TYPE_CHECKING:
@@ -182,6 +183,16 @@ def main() -> None:
     help="With --otlp: include prompt text, agent output, tool input and output and file "
     "contents in the spans, passed through the bug-report redactor first.",
 )
+@click.option(
+    "--max-recorder-wait",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_MAX_WAIT,
+    show_default=True,
+    metavar="SECONDS",
+    help="Longest forwarding waits for a recorder that is behind (stopped, starved, its "
+    "temporary folder full); past it, frames are left out of the recording and counted, and "
+    "forwarding goes on. `inf`: never leave a frame out, wait as long as it takes.",
+)
 @click.argument("agent_command", nargs=-1, required=True, type=click.UNPROCESSED)
 def record(
     db: Path | None,
@@ -190,6 +201,7 @@ def record(
     check: bool,
     otlp: str | None,
     otlp_content: bool,
+    max_recorder_wait: float,
     agent_command: tuple[str, ...],
 ) -> None:
     """Run AGENT_COMMAND behind the proxy and record the conversation.
@@ -211,7 +223,7 @@ def record(
         require_otel()
     options = RecordOptions(
         agent_command, resolve_db(db), label=label, grace=grace, check=check, otlp=otlp,
-        otlp_content=otlp_content,
+        otlp_content=otlp_content, max_recorder_wait=max_recorder_wait,
     )  # fmt: skip
     sys.exit(run_record(options, report))
 

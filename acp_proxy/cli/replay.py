@@ -15,9 +15,10 @@ Rules:
   reference cycles: the cyclic garbage collector is off meanwhile (it would walk them again
   and again), and what they built is then frozen (``gc.freeze``, as ``record`` does), so that
   no later collection walks it either.
-- With ``--record`` the replay is recorded like an agent behind ``record``: the recorder
-  process is forked before anything else starts, the summary becomes a stderr line of the
-  recording, and the connection row gets the exit status.
+- With ``--record`` the replay is recorded like an agent behind ``record``, through the same
+  pipeline (record/recording.py): the recorder process is forked before anything else
+  starts, the summary becomes a stderr line of the recording, and the connection row gets the
+  exit status.
 - A recording file holding several episodes (a cassette, docs/testing.md) is replayed by
   following the episode the client matches (replay/episodes.py);
   ``--go-live -- AGENT`` lets a conversation no episode holds go on with that agent, and with
@@ -30,7 +31,6 @@ Rules:
 from __future__ import annotations
 
 import gc
-import os
 import sys
 import time
 from pathlib import Path
@@ -38,13 +38,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from acp_proxy import __version__
 from acp_proxy.cli.main import db_option, open_ref, report, resolve_db
 from acp_proxy.errors import AcpProxyError
 from acp_proxy.protocol.acp import Direction
 
 if TYPE_CHECKING:
-    from acp_proxy.record.recorder_process import RecorderProcess
+    from acp_proxy.record.recording import Recording
     from acp_proxy.replay.engine import Options
     from acp_proxy.replay.match import Matcher
     from acp_proxy.replay.script import Script
@@ -52,7 +51,6 @@ if TYPE_CHECKING:
 EXIT_DIVERGED, EXIT_USAGE = 1, 2
 MIN_FACTOR, MAX_FACTOR = 1e-6, 1e6
 MAX_SECONDS = 10**6  # longer waits are refused as options (their nanoseconds must fit 64 bits)
-FLUSH_DEADLINE = 30.0
 
 
 def parse_timing(text: str) -> float | None:
@@ -255,26 +253,40 @@ def _serve_episodes(
     _finish_recording(recorder, text, status)
     live = engine.live
     if record and agent and live is not None and live.caught_up:
-        from acp_proxy.store.live_writer import record_chunks
-
-        try:
-            new = record_chunks(db_path, agent, chunks, clock_origin, outcome.agent_returncode)
-        except AcpProxyError as error:
-            report(f"the live conversation was not recorded: {error}")
+        new = _record_live(db_path, agent, chunks, clock_origin, outcome.agent_returncode)
+        if new is None:
+            report("the live conversation was not recorded")
             sys.exit(EXIT_DIVERGED)
         report(f"the live conversation is recorded as connection {new} in {db_path}")
     sys.exit(status)
 
 
-def _finish_recording(recorder: RecorderProcess | None, text: str, status: int) -> None:
+def _record_live(
+    db_path: Path, agent: tuple[str, ...], chunks: list[tuple[Direction, int, bytes]],
+    clock_origin: tuple[int, int], exit_code: int | None,
+) -> int | None:  # fmt: skip
+    """The live part of a ``--go-live`` run, recorded through the one recording pipeline."""
+    from acp_proxy.record.recording import Recording
+
+    wall_minus_mono = clock_origin[1] - clock_origin[0]
+    first_ns = chunks[0][1] + wall_minus_mono if chunks else None
+    recording = Recording.start(
+        db_path, agent, report, clock_origin=clock_origin, started_ns=first_ns, max_wait=None
+    )
+    for chunk in chunks:
+        recording.put(*chunk)
+    last_ns = chunks[-1][1] + wall_minus_mono if chunks else None
+    outcome = recording.finish(exit_code=exit_code, ended_ns=last_ns, what="the live recording")
+    return None if outcome in ("failed", "died") else recording.connection_id()
+
+
+def _finish_recording(recorder: Recording | None, text: str, status: int) -> None:
     """The replay's own recording: its summary as a stderr line, its exit status; then flush."""
     if recorder is None:
         return
     line = f"acp-proxy: {text}\n".encode()
-    recorder.tap.put(Direction.AGENT_STDERR, time.monotonic_ns(), line)
-    recorder.tap.update(status="exited", ended_ns=time.time_ns(), exit_code=status)
-    if recorder.finish(FLUSH_DEADLINE) == "late":
-        report(f"the replay's recording is still being written (pid {recorder.pid})")
+    recorder.put(Direction.AGENT_STDERR, time.monotonic_ns(), line)
+    recorder.finish(exit_code=status, what="the replay's recording")
 
 
 def _to_agent(
@@ -327,9 +339,7 @@ def _to_agent(
             status = 128 + outcome.signal
         report(text)
         if recorder is not None:
-            recorder.tap.update(status="exited", ended_ns=time.time_ns(), exit_code=status)
-            if recorder.finish(FLUSH_DEADLINE) == "late":
-                report(f"the run's recording is still being written (pid {recorder.pid})")
+            recorder.finish(exit_code=status, what="the run's recording")
         if status:
             sys.exit(status)
     sys.exit(0)
@@ -342,16 +352,7 @@ def _grace_ns(timeout_ns: int) -> int:
     return min(timeout_ns, int(DEFAULT_GRACE * 1e9))
 
 
-def _start_recorder(db_path: Path, clock_origin: tuple[int, int]) -> RecorderProcess:
-    from acp_proxy.record.recorder_process import start_recorder_process
+def _start_recorder(db_path: Path, clock_origin: tuple[int, int]) -> Recording:
+    from acp_proxy.record.recording import Recording
 
-    recorder = start_recorder_process(clock_origin, report, [])
-    recorder.tap.configure(
-        db=str(db_path),
-        connection={
-            "argv": ["acp-proxy", *sys.argv[1:]], "cwd": os.getcwd(),
-            "proxy_version": __version__, "proxy_pid": os.getpid(), "label": None,
-            "started_ns": clock_origin[1],
-        },
-    )  # fmt: skip
-    return recorder
+    return Recording.start(db_path, ["acp-proxy", *sys.argv[1:]], report, clock_origin=clock_origin)

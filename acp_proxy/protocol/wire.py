@@ -104,6 +104,20 @@ class LineSplitter:
             self._hold(chunk[start:])
         return frames
 
+    def drop(self, size: int) -> int:
+        """Forget the unfinished line and the next ``size`` bytes of the stream (not given).
+
+        For a stream with a hole in it: offsets stay stream offsets. Returns how many held
+        bytes were forgotten.
+        """
+        held = self._pending_size
+        if held:
+            self._pending.clear()
+            self._grown = None
+            self._pending_size = 0
+        self._stream_offset += held + size
+        return held
+
     def finish(self) -> Frame | None:
         """End of stream: return the unterminated last line, if any, flagged incomplete."""
         if self._finished:

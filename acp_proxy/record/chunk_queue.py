@@ -7,9 +7,13 @@ Rules:
   in this process), and everything put while the spill file still has unread chunks goes there
   too, so that order is kept. Once the recorder has read the file to its end, it is emptied and
   the queue is back in memory.
-- Lossless: only when the spill file holds more than ``spill_bytes`` does ``put`` wait (and
-  with it, through the full tap ring, forwarding); it says so once. Nothing is dropped, except
-  after ``discard()`` (the recording failed), where chunks are counted and let go.
+- Lossless while the spill file can be written: only when it holds more than ``spill_bytes``
+  does ``put`` wait (and with it, through the full tap ring, forwarding, for as long as the
+  tap allows); it says so once. If the spill file cannot be written (a full or failing
+  temporary folder), the chunks that were to go there become holes (``Lost``, see losses.py)
+  after everything already queued, and so does every chunk put until the recorder has taken
+  all that was queued; then the queue starts afresh (an emptied spill file frees its room). It
+  says so once. Holes come out of ``take`` in their place in the timeline.
 - ``take`` hands out batches bounded by bytes, can wait for a pause in the traffic first (so
   that recording keeps out of a stream's way, and one commit covers a burst), and returns
   ``[]`` after an idle timeout (a moment for housekeeping).
@@ -25,18 +29,22 @@ import time
 from collections import deque
 
 from acp_proxy.protocol.acp import Direction
+from acp_proxy.record.losses import Lost
 from acp_proxy.stderr import Reporter
 
 DEFAULT_MEMORY_BYTES = 4 * 1024 * 1024
 DEFAULT_SPILL_BYTES = 1024 * 1024 * 1024
 
-# A queue item: (direction, monotonic ns when read, chunk); an empty chunk ends a stream.
-ChunkItem = tuple[Direction, int, bytes]
+# A queue item: (direction, monotonic ns when read, chunk); an empty chunk ends a stream, a
+# ``Lost`` stands for chunks that will not be recorded.
+ChunkItem = tuple[Direction, int, bytes | Lost]
 # What ``put_many`` accepts: the chunk may be a view (into the tap's ring), valid only during
 # the call; the queue copies it into memory or writes it to the spill file before returning.
-IncomingChunk = tuple[Direction, int, bytes | memoryview]
+IncomingChunk = tuple[Direction, int, bytes | memoryview | Lost]
 
-_RECORD = struct.Struct("<BQI")  # direction code, monotonic ns, length
+_RECORD = struct.Struct("<BQI")  # direction code (+ _LOST_FLAG), monotonic ns, length
+_LOST_FLAG = 0x80
+_LOST_RECORD = struct.Struct("<QQB")  # size, newlines, ends with a newline; the reason follows
 _IOV_MAX = 1024  # buffers per pwritev call (Linux's limit)
 _CODES = {direction: code for code, direction in enumerate(Direction)}
 _DIRECTIONS = dict(enumerate(Direction))
@@ -67,9 +75,14 @@ class ChunkQueue:
         self._discarding = False
         self._report = report
         self._said_waiting = False
+        self._said_dropping = False
+        # Holes waiting behind everything queued (the spill file failed), in order.
+        self._overflow: list[ChunkItem] = []
+        self._overflow_reason = "the recorder's spill file cannot be written"
         self.discarded_frames = 0
         self.waits = 0
         self.spilled_bytes = 0
+        self.dropped_bytes = 0
 
     # --- the tap reader's side --------------------------------------------------------------
 
@@ -89,24 +102,32 @@ class ChunkQueue:
             self._last_put = time.monotonic()
             if self._waiting_since is None:
                 self._waiting_since = self._last_put
+            if self._overflow and self._drained():
+                self._items.extend(self._overflow)  # the holes, now first in line
+                self._overflow = []
             spill: list[bytes | memoryview] = []  # spill records, counted in _spill_written
+            spilled: list[IncomingChunk] = []  # what those records hold
             for index, (direction, mono_ns, chunk) in enumerate(items):
                 if self._discarding:
                     self._discard_items(items[index:])
                     break
-                spilling = self._spill_written > self._spill_read
-                if not spilling and (
-                    not self._items or self._bytes + len(chunk) <= self._memory_bytes
-                ):
-                    self._items.append((direction, mono_ns, bytes(chunk)))
-                    self._bytes += len(chunk)
+                if self._overflow:
+                    self._overflow_add((direction, mono_ns, chunk), None)
                     continue
-                if self._spill_written - self._spill_read + len(chunk) > self._spill_bytes:
-                    self._write_spill(spill)  # what is counted must be there before we wait
-                    spill = []
+                lost = chunk.__class__ is Lost
+                size = 0 if lost else len(chunk)
+                spilling = self._spill_written > self._spill_read
+                if not spilling and (not self._items or self._bytes + size <= self._memory_bytes):
+                    self._items.append((direction, mono_ns, chunk if lost else bytes(chunk)))  # type: ignore[arg-type]
+                    self._bytes += size
+                    continue
+                if self._spill_written - self._spill_read + size > self._spill_bytes:
+                    self._write_spill(spill, spilled)  # counted must be there before we wait
+                    spill, spilled = [], []
                     while (
-                        self._spill_written - self._spill_read + len(chunk) > self._spill_bytes
+                        self._spill_written - self._spill_read + size > self._spill_bytes
                         and not self._discarding
+                        and not self._overflow
                     ):
                         self._say_waiting()
                         self.waits += 1
@@ -114,27 +135,87 @@ class ChunkQueue:
                     if self._discarding:
                         self._discard_items(items[index:])
                         break
-                spill += [_RECORD.pack(_CODES[direction], mono_ns, len(chunk)), chunk]
-                self._spill_written += _RECORD.size + len(chunk)
-                self.spilled_bytes += len(chunk)
-            self._write_spill(spill)
+                    if self._overflow:
+                        self._overflow_add((direction, mono_ns, chunk), None)
+                        continue
+                if isinstance(chunk, Lost):
+                    payload: bytes | memoryview = (
+                        _LOST_RECORD.pack(chunk.size, chunk.newlines, chunk.ends_line)
+                        + chunk.reason.encode()
+                    )
+                    code = _CODES[direction] | _LOST_FLAG
+                else:
+                    payload, code = chunk, _CODES[direction]
+                    self.spilled_bytes += len(chunk)
+                spill += [_RECORD.pack(code, mono_ns, len(payload)), payload]
+                spilled.append((direction, mono_ns, chunk))
+                self._spill_written += _RECORD.size + len(payload)
+            self._write_spill(spill, spilled)
             self._cond.notify_all()
 
-    def _discard_items(self, items: list[IncomingChunk]) -> None:
-        self.discarded_frames += sum(bytes(chunk).count(b"\n") for _, _, chunk in items)
+    def _drained(self) -> bool:
+        return not self._items and self._spill_written == self._spill_read
 
-    def _write_spill(self, parts: list[bytes | memoryview]) -> None:
-        """Write ``parts``, the records that end at ``_spill_written``, in one system call."""
+    def _overflow_add(self, item: IncomingChunk, error: OSError | None) -> None:
+        """Make ``item`` part of the holes behind the queue (under the lock)."""
+        direction, mono_ns, chunk = item
+        if isinstance(chunk, Lost):
+            lost = chunk
+        elif not chunk:  # an end of stream is kept: it is no bytes, and it ends the stream
+            self._overflow.append((direction, mono_ns, b""))
+            return
+        else:
+            self.dropped_bytes += len(chunk)
+            lost = Lost.of(chunk, self._overflow_reason)
+        for index in range(len(self._overflow) - 1, -1, -1):
+            earlier_direction, _, earlier = self._overflow[index]
+            if earlier_direction is direction:
+                if isinstance(earlier, Lost):
+                    self._overflow[index] = (direction, mono_ns, earlier.then(lost))
+                    return
+                break
+        self._overflow.append((direction, mono_ns, lost))
+
+    def _spill_failed(self, error: OSError, items: list[IncomingChunk]) -> None:
+        """The spill file refused ``items``: they, and what follows, become holes."""
+        self._overflow_reason = f"the recorder's spill file cannot be written ({error})"
+        if not self._said_dropping:
+            self._said_dropping = True
+            if self._report is not None:
+                self._report(
+                    f"{self._overflow_reason}: frames are left out of the recording (counted) "
+                    "until the recorder catches up"
+                )
+        for item in items:
+            self._overflow_add(item, error)
+
+    def _discard_items(self, items: list[IncomingChunk]) -> None:
+        self.discarded_frames += sum(
+            bytes(chunk).count(b"\n") for _, _, chunk in items if not isinstance(chunk, Lost)
+        )
+
+    def _write_spill(self, parts: list[bytes | memoryview], items: list[IncomingChunk]) -> None:
+        """Write ``parts``, the records of ``items`` that end at ``_spill_written``, at once.
+
+        If the file cannot take them, the records are taken back and ``items`` become holes.
+        """
         if not parts:
             return
+        total = sum(len(part) for part in parts)
+        offset = self._spill_written - total
+        try:
+            self._spill(parts, offset, total)
+        except OSError as error:
+            self._spill_written = offset
+            self._spill_failed(error, items)
+
+    def _spill(self, parts: list[bytes | memoryview], offset: int, total: int) -> None:
         if self._spill_fd is None:
             import tempfile  # only once a burst spills: the recorder process starts faster
 
             fd, path = tempfile.mkstemp(prefix="acp-proxy-spill-", dir=self._spill_dir)
             os.unlink(path)  # private to this process, and gone with it whatever happens
             self._spill_fd = fd
-        total = sum(len(part) for part in parts)
-        offset = self._spill_written - total
         written = 0
         for start in range(0, len(parts), _IOV_MAX):
             group = parts[start : start + _IOV_MAX]
@@ -146,6 +227,8 @@ class ChunkQueue:
             rest = memoryview(b"".join(parts))[written:]
             while rest:
                 step = os.pwrite(self._spill_fd, rest, offset + total - len(rest))
+                if not step:
+                    raise OSError(28, "No space left on device")
                 rest = rest[step:]
 
     def _say_waiting(self) -> None:
@@ -186,9 +269,13 @@ class ChunkQueue:
         """
         with self._cond:
             while not self._items and self._spill_written == self._spill_read:
+                if self._overflow:  # all that was queued before the holes is taken
+                    overflow, self._overflow = self._overflow, []
+                    self._taken()
+                    return overflow
                 if self._closed:
                     return None
-                if not self._cond.wait(idle) and not self._pending():
+                if not self._cond.wait(idle) and not self._pending() and not self._overflow:
                     return []
             while quiet > 0 and not self._closed and self._pending() < enough:
                 now = time.monotonic()
@@ -212,10 +299,10 @@ class ChunkQueue:
             self._bytes = 0
         else:
             items, taken = [], 0
-            while self._items and (not items or taken + len(self._items[0][2]) <= limit):
+            while self._items and (not items or taken + _size(self._items[0][2]) <= limit):
                 item = self._items.popleft()
                 items.append(item)
-                taken += len(item[2])
+                taken += _size(item[2])
             self._bytes -= taken
         self._taken()
         return items
@@ -233,7 +320,13 @@ class ChunkQueue:
         while offset < end and (not items or offset - start < limit):
             code, mono_ns, length = _RECORD.unpack(os.pread(self._spill_fd, _RECORD.size, offset))
             chunk = os.pread(self._spill_fd, length, offset + _RECORD.size) if length else b""
-            items.append((_DIRECTIONS[code], mono_ns, chunk))
+            if code & _LOST_FLAG:
+                size, newlines, ends_line = _LOST_RECORD.unpack_from(chunk)
+                reason = chunk[_LOST_RECORD.size :].decode("utf-8", "replace")
+                items.append((_DIRECTIONS[code & ~_LOST_FLAG], mono_ns,
+                              Lost(size, newlines, bool(ends_line), reason)))  # fmt: skip
+            else:
+                items.append((_DIRECTIONS[code], mono_ns, chunk))
             offset += _RECORD.size + length
         return items, offset
 
@@ -263,4 +356,14 @@ class ChunkQueue:
             self._taken()
         if end > start:
             lost += self._read_spilled(start, end, end - start)[0]
-        self.discarded_frames += sum(chunk.count(b"\n") for _, _, chunk in lost)
+        self.discarded_frames += sum(
+            chunk.count(b"\n") for _, _, chunk in lost if not isinstance(chunk, Lost)
+        )
+
+
+def _kept(chunk: bytes | memoryview | Lost) -> bytes | Lost:
+    return chunk if isinstance(chunk, Lost) else bytes(chunk)
+
+
+def _size(chunk: bytes | Lost) -> int:
+    return 0 if isinstance(chunk, Lost) else len(chunk)

@@ -11,9 +11,8 @@ Rules:
 - WAL checkpoints (copying committed pages into the main file) happen after 0.25 s with nothing
   to record if the WAL is past 4 MiB, when it is past 1 GiB in any case, and once at the
   end: never page by page while frames stream in.
-- If the database cannot be opened or written, the recorder says so once on stderr, switches
-  the queue to discarding (the tap keeps being read, so forwarding goes on untouched) and
-  counts what it could not record.
+# Waits between attempts on a busy database (each attempt itself waits the busy timeout).
+BUSY_RETRY_SECONDS = (0.01, 0.05, 0.2, 0.5)
 - The full-text search index is kept off the stream: frames are indexed when the traffic
   pauses (``IDLE_INDEX_FRAMES`` per pause) and, after everything is committed and the proxy
   told so, all that is left (``checkpoint``); ``search`` catches up on whatever is missing.
@@ -26,21 +25,24 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from acp_proxy.errors import RecordingError
+from acp_proxy.errors import RecordingBusy, RecordingError
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.observer import ConnectionObserver, FrameRecord
 from acp_proxy.protocol.wire import LineSplitter
 from acp_proxy.record.chunk_queue import ChunkItem, ChunkQueue
+from acp_proxy.record.losses import Holes, Lost
 from acp_proxy.stderr import Reporter
 from acp_proxy.store.database import NewConnection, RecordingWriter, connect
 
 if TYPE_CHECKING:
     from acp_proxy.record.live_check import LiveCheck
+
+_T = TypeVar("_T")
 
 # At most this much is framed and written per transaction (bounds the recorder's memory).
 BATCH_BYTES = 1024 * 1024
@@ -59,6 +61,8 @@ WAL_IDLE_LIMIT = 4 * 1024 * 1024
 WAL_BUSY_LIMIT = 1024 * 1024 * 1024
 # Frames indexed for search per pause in the traffic (tens of milliseconds of work).
 IDLE_INDEX_FRAMES = 2000
+# Waits between attempts on a busy database (each attempt itself waits the busy timeout).
+BUSY_RETRY_SECONDS = (0.01, 0.05, 0.2, 0.5)
 
 
 class RecordSink(Protocol):
@@ -83,7 +87,14 @@ class RecorderStatus:
 
     connection_id: int | None = None
     frames_lost: int = 0
-    error: str | None = None
+    bytes_lost: int = 0
+    error: str | None = None  # why the database could not be written
+    reasons: list[str] = field(default_factory=list)  # why frames were lost, first first
+    busy_waits: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return self.error is None and not self.frames_lost and not self.bytes_lost
 
 
 class Recorder:
@@ -106,6 +117,10 @@ class Recorder:
         self._observer = ConnectionObserver()
         self._splitters = {d: LineSplitter() for d in Direction}
         self._totals = {d: _Totals() for d in Direction}
+        self._holes = {d: Holes() for d in Direction}
+        self._ended: set[Direction] = set()
+        self._lost_written = (0, 0)
+        self._said_busy = False
         self._writer: RecordingWriter | None = None
         self._pending_updates: dict[str, object] = {}
         self._lock = threading.Lock()
@@ -124,8 +139,10 @@ class Recorder:
     def run(self) -> None:
         """Record until the queue is closed and drained, on the calling thread."""
         try:
-            db = connect(self._db_path, recorder=True)
-            self._writer = RecordingWriter.start(db, self._new, index=False)
+            db = self._busy_retry(lambda: connect(self._db_path, recorder=True))
+            self._writer = self._busy_retry(
+                lambda: RecordingWriter.start(db, self._new, index=False)
+            )
             self.status.connection_id = self._writer.connection_id
             if self.live_check is not None:
                 self.live_check.set_connection(self._writer.connection_id)
@@ -148,16 +165,39 @@ class Recorder:
             self._write(records)
         self._finish()
 
+    def _busy_retry(self, attempt: Callable[[], _T]) -> _T:
+        """``attempt()`` until the database is not busy (see the module rules)."""
+        tries = 0
+        while True:
+            try:
+                return attempt()
+            except RecordingBusy as error:
+                self.status.busy_waits += 1
+                if not self._said_busy:
+                    self._said_busy = True
+                    self._report(f"{error}; waiting for it (frames are kept meanwhile)")
+                time.sleep(BUSY_RETRY_SECONDS[min(tries, len(BUSY_RETRY_SECONDS) - 1)])
+                tries += 1
+
     def _frames_of(self, items: list[ChunkItem]) -> list[FrameRecord]:
         records: list[FrameRecord] = []
         observe = self._observer.observe
         offset_ns = self._wall_minus_mono
         for direction, mono_ns, chunk in items:
             splitter = self._splitters[direction]
+            if isinstance(chunk, Lost):
+                self._hole(direction, chunk)
+                continue
+            data = self._after_hole(direction, chunk) if self._holes[direction].inside else chunk
+            if data is None:
+                continue
             before = splitter.offset
-            if chunk:
-                frames = splitter.feed(chunk)
+            if data:
+                frames = splitter.feed(data)
+            elif direction in self._ended:  # ended twice (a caller that ends every stream)
+                continue
             else:
+                self._ended.add(direction)
                 last = splitter.finish()
                 frames = [] if last is None else [last]
             if frames:
@@ -168,6 +208,32 @@ class Recorder:
                 totals.size += splitter.offset - before
         return records
 
+    def _after_hole(self, direction: Direction, chunk: bytes) -> bytes | None:
+        """What is left of ``chunk`` once the rest of a lost frame is dropped (None: nothing)."""
+        if not chunk:
+            return chunk
+        taken = self._holes[direction].rest_of_frame(chunk)
+        self._splitters[direction].drop(taken)
+        return chunk[taken:] or None
+
+    def _hole(self, direction: Direction, lost: Lost) -> None:
+        """A hole in ``direction``'s stream: the frames it touches are lost (losses.py)."""
+        held = self._splitters[direction].drop(lost.size)
+        self._holes[direction].hole(lost, held)
+        self._reason(lost.reason)
+
+    def _reason(self, reason: str) -> None:
+        if reason not in self.status.reasons:
+            self.status.reasons.append(reason)
+            self.set_connection(error=self._reasons_text())
+
+    def _reasons_text(self) -> str:
+        return "frames not recorded: " + "; ".join(self.status.reasons)
+
+    def _lost_totals(self) -> tuple[int, int]:
+        holes = self._holes.values()
+        return sum(h.frames for h in holes), sum(h.bytes for h in holes)
+
     def _write(self, records: list[FrameRecord]) -> None:
         writer = self._writer
         assert writer is not None
@@ -175,15 +241,36 @@ class Recorder:
         facts = observer.facts() if observer.facts_changed else None
         counts = [(d.value, t.frames, t.size) for d, t in self._totals.items()]
         findings = self.live_check.frames(records) if self.live_check is not None else []
+        lost = self._lost_totals()
         try:
-            writer.append(records, counts, facts, findings)
-            self._apply_pending_updates(writer)
+            too_long = self._busy_retry(
+                lambda: writer.append(
+                    records, counts, facts, findings,
+                    lost=lost if lost != self._lost_written else None,
+                )
+            )  # fmt: skip
+            self._lost_written = lost
+            if too_long:
+                self._too_long(writer, too_long)
+            self._busy_retry(lambda: self._apply_pending_updates(writer))
         except RecordingError as error:
-            self.status.frames_lost += len(records)
             self._fail(error)
+            self._unrecorded(records)
             return
         self._tell_sinks(writer.connection_id, records)
         self._maybe_checkpoint(writer)
+
+    def _too_long(self, writer: RecordingWriter, records: list[FrameRecord]) -> None:
+        for record in records:
+            self._holes[Direction(record.direction)].unrecorded(1, len(record.raw))
+        self._reason(f"a frame longer than the database takes ({writer.max_raw_bytes} bytes)")
+        lost = self._lost_totals()
+        self.set_connection(frames_lost=lost[0], bytes_lost=lost[1])
+        self._lost_written = lost
+
+    def _unrecorded(self, records: Sequence[FrameRecord]) -> None:
+        for record in records:
+            self._holes[Direction(record.direction)].unrecorded(1, len(record.raw))
 
     def _tell_sinks(self, connection_id: int, records: Sequence[FrameRecord]) -> None:
         for sink in list(self.sinks):
@@ -231,32 +318,86 @@ class Recorder:
     def _apply_pending_updates(self, writer: RecordingWriter) -> None:
         with self._lock:
             updates, self._pending_updates = self._pending_updates, {}
-        if updates:
+        if not updates:
+            return
+        try:
             writer.update(**updates)
+        except RecordingError:
+            with self._lock:  # kept for the next attempt; what came meanwhile is newer
+                self._pending_updates = {**updates, **self._pending_updates}
+            raise
 
     def _count_lost(self, items: list[ChunkItem]) -> None:
+        """The database failed: frame what arrives only to count it as lost."""
         for direction, _, chunk in items:
-            self.status.frames_lost += chunk.count(b"\n")
-            self._totals[direction].size += len(chunk)
+            splitter = self._splitters[direction]
+            if isinstance(chunk, Lost):
+                self._hole(direction, chunk)
+                continue
+            holes = self._holes[direction]
+            data = self._after_hole(direction, chunk) if holes.inside else chunk
+            if data is None:
+                continue
+            before = splitter.offset
+            if data:
+                frames = len(splitter.feed(data))
+            elif direction in self._ended:
+                continue
+            else:
+                self._ended.add(direction)
+                frames = 0 if splitter.finish() is None else 1
+            holes.unrecorded(frames, splitter.offset - before)
 
     def _fail(self, error: RecordingError) -> None:
         if self.status.error is None:
             self.status.error = str(error)
             self._report(f"{error}; forwarding continues, nothing more will be recorded")
+            self.status.reasons.append(f"the database failed ({error})")
         self._writer = None
-        self._queue.discard()
 
     def _finish(self) -> None:
-        self.status.frames_lost += self._queue.discarded_frames
         self._close_sinks()
+        self.status.frames_lost, self.status.bytes_lost = self._lost_totals()
+        lost = self.status.frames_lost or self.status.bytes_lost or self.status.error
         writer = self._writer
-        if writer is None:
+        if writer is not None:
+            try:
+                if self.live_check is not None:
+                    findings = self.live_check.finish()
+                    self._busy_retry(lambda: writer.append([], findings=findings))
+                if lost:
+                    self._mark_incomplete()
+                self._busy_retry(lambda: self._apply_pending_updates(writer))
+            except RecordingError as error:
+                self._fail(error)
+            else:
+                return
+        if self.status.connection_id is None:
+            return  # nothing was recorded at all, as was said when the database failed
+        if self._write_losses_afresh():
             return
+        if lost:
+            self._report(
+                f"the recording is incomplete: {self.status.frames_lost} frames "
+                f"({self.status.bytes_lost} bytes) were not recorded"
+            )
+
+    def _mark_incomplete(self) -> None:
+        self.set_connection(
+            status="incomplete", error=self._reasons_text(),
+            frames_lost=self.status.frames_lost, bytes_lost=self.status.bytes_lost,
+        )  # fmt: skip
+
+    def _write_losses_afresh(self) -> bool:
+        """After a failure: one more try, on a new connection, to say what was lost."""
         try:
-            if self.live_check is not None:
-                writer.append([], findings=self.live_check.finish())
-            if self.status.frames_lost:
-                self.set_connection(frames_lost=self.status.frames_lost)
-            self._apply_pending_updates(writer)
-        except RecordingError as error:
-            self._fail(error)
+            db = connect(self._db_path, recorder=True)
+            try:
+                writer = RecordingWriter(db, self.status.connection_id or 0)
+                self._mark_incomplete()
+                self._busy_retry(lambda: self._apply_pending_updates(writer))
+            finally:
+                db.close()
+        except RecordingError:
+            return False
+        return True

@@ -18,7 +18,10 @@ Rules:
   forwarding and to the peers at once), while the reading thread keeps normal priority.
 - When everything is committed the child tells the proxy through a second pipe (the proxy
   then exits), and only then runs its final WAL checkpoint: housekeeping never delays the
-  client. The child's exit status: 0 when everything was recorded, 1 when it failed.
+  client. The child's exit status: 0 when everything was recorded, 1 when it failed, 2 when
+  the recording is incomplete (frames lost, counted in the database).
+- Everything the child creates (the database, its WAL files, the spill file) is private: its
+  umask is 077 (the agent, started before the fork, keeps the user's).
 """
 
 from __future__ import annotations
@@ -33,10 +36,21 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from acp_proxy.record.spawn import enlarge_pipe
-from acp_proxy.record.tap import CHUNK, CONFIG, UPDATE, Channel, Tap, TapReader, decode_json
+from acp_proxy.record.tap import (
+    CHUNK,
+    CONFIG,
+    LOST,
+    UPDATE,
+    Channel,
+    Tap,
+    TapReader,
+    decode_json,
+    decode_lost,
+)
 from acp_proxy.stderr import Reporter
 
 if TYPE_CHECKING:
+    from acp_proxy.record.chunk_queue import IncomingChunk
     from acp_proxy.record.recorder import Recorder
 
 RECORDER_NICENESS = 10
@@ -53,23 +67,29 @@ class RecorderProcess:
     def finish(self, deadline: float) -> str:
         """Close the tap; wait up to ``deadline`` seconds for everything to be committed.
 
-        Returns ``"recorded"``, ``"failed"`` (the recorder said why), ``"died"`` (the recorder
-        process ended without a word) or ``"late"`` (still writing at the deadline). The
-        recorder's final WAL checkpoint runs after this returns, in the background.
+        Returns ``"recorded"``, ``"incomplete"`` (recorded, less frames that were lost and
+        counted), ``"failed"`` (the recorder said why), ``"died"`` (the recorder process ended
+        without a word) or ``"late"`` (still writing at the deadline). The recorder's final
+        WAL checkpoint runs after this returns, in the background.
         """
         self.tap.close()
         try:
             ready, _, _ = select.select([self._committed_fd], [], [], deadline)
             if not ready:
                 return "late"
-            return {b"1": "recorded", b"0": "failed"}.get(os.read(self._committed_fd, 1), "died")
+            said = os.read(self._committed_fd, 1)
+            return _OUTCOMES.get(said, "died")
         finally:
             os.close(self._committed_fd)
 
 
+_OUTCOMES = {b"1": "recorded", b"2": "incomplete", b"0": "failed"}
+
+
 def start_recorder_process(
-    clock_origin: tuple[int, int], report: Reporter, conversation_fds: Iterable[int]
-) -> RecorderProcess:
+    clock_origin: tuple[int, int], report: Reporter, conversation_fds: Iterable[int],
+    max_wait: float | None = None,
+) -> RecorderProcess:  # fmt: skip
     """Fork the recorder. ``conversation_fds`` are closed in the child (the agent's pipes).
 
     The recorder learns where and what to record from a ``CONFIG`` message (``tap.configure``).
@@ -82,6 +102,7 @@ def start_recorder_process(
     if pid == 0:  # the recorder process
         status = 70
         try:
+            os.umask(0o077)
             reader = channel.reader()
             os.close(committed_read)
             _leave_the_conversation(conversation_fds)
@@ -91,7 +112,10 @@ def start_recorder_process(
         finally:
             os._exit(status)
     os.close(committed_write)
-    return RecorderProcess(pid, channel.writer(), committed_read)
+    tap = channel.writer(report)
+    if max_wait is not None:
+        tap.max_wait = max_wait
+    return RecorderProcess(pid, tap, committed_read)
 
 
 def _leave_the_conversation(fds: Iterable[int]) -> None:
@@ -136,13 +160,14 @@ def record_from_tap(
     # Imported here, in the child: the parent (forwarding) never pays for SQLite.
     from pathlib import Path
 
-    from acp_proxy.record.chunk_queue import ChunkQueue
     from acp_proxy.record.recorder import Recorder
     from acp_proxy.store.database import NewConnection
 
     # The recorder makes no reference cycles; millions of short-lived rows would otherwise
     # trigger needless cyclic collections.
     gc.disable()
+    from acp_proxy.record.chunk_queue import ChunkQueue
+
     queue = ChunkQueue(report=report)
     configured = threading.Event()
     settings: dict[str, Any] = {}
@@ -153,7 +178,11 @@ def record_from_tap(
     def read_tap() -> None:
         try:
             for batch in tap.batches():
-                chunks = [(d, ns, payload) for kind, d, ns, payload in batch if kind == CHUNK]
+                chunks: list[IncomingChunk] = [
+                    (d, ns, payload if kind == CHUNK else decode_lost(payload))
+                    for kind, d, ns, payload in batch
+                    if kind in (CHUNK, LOST)
+                ]
                 queue.put_many(chunks)
                 for kind, _, _, payload in batch:
                     if kind == UPDATE:  # connection columns: their place among chunks is moot
@@ -198,9 +227,10 @@ def record_from_tap(
                 recorder.sinks.append(sink)
     recorder.run()
     reader.join()
-    recorded = recorder.status.error is None
+    status = recorder.status
+    outcome = b"1" if status.complete else b"0" if status.error is not None else b"2"
     with contextlib.suppress(OSError):  # the proxy may be gone (killed): nobody is waiting
-        os.write(committed_fd, b"1" if recorded else b"0")
+        os.write(committed_fd, outcome)
         os.close(committed_fd)
     # The conversation is over for the client: let go of its stderr too, so nothing waits for
     # this housekeeping to end.
@@ -208,4 +238,4 @@ def record_from_tap(
     os.dup2(null, 2)
     os.close(null)
     recorder.checkpoint()
-    return 0 if recorded else 1
+    return {b"1": 0, b"0": 1}.get(outcome, 2)

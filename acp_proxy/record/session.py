@@ -8,25 +8,25 @@ Rules:
   chunk_queue.py); a recording that fails is reported once and forwarding goes on.
 - An agent that cannot start gets the shell's exit status (127 not found, 126 not executable),
   a one-line message and, where the database works, a connection row that says so.
-- After the agent has exited, the recorder gets ``flush_deadline`` seconds to commit the rest.
+- After the agent has exited, the recorder gets ``flush_deadline`` seconds to commit the rest;
+  how the recording ended is said by ``Recording.finish`` (recording.py), as for every
+  recording.
 - The exit status is the agent's (128+N for signal N).
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from acp_proxy import __version__
 from acp_proxy.errors import RecordingError
 from acp_proxy.record.launch import Launched, launch
+from acp_proxy.record.recording import FLUSH_DEADLINE, connection_settings
 from acp_proxy.record.spawn import DEFAULT_GRACE
+from acp_proxy.record.tap import DEFAULT_MAX_WAIT
 from acp_proxy.stderr import Reporter
-
-FLUSH_DEADLINE = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +39,7 @@ class RecordOptions:
     flush_deadline: float = FLUSH_DEADLINE
     otlp: str | None = None  # ``--otlp [URL]``: "" for the environment's endpoint
     otlp_content: bool = False
+    max_recorder_wait: float = DEFAULT_MAX_WAIT
 
     def otlp_settings(self) -> dict[str, object] | None:
         """What the recorder process needs to export spans live, or None."""
@@ -55,10 +56,10 @@ def record(options: RecordOptions, report: Reporter, launched: Launched | None =
     if launched is None:
         launched = launch(
             options.agent_argv, report, str(options.db_path), options.label, check=options.check,
-            otlp=options.otlp_settings(),
+            otlp=options.otlp_settings(), max_wait=options.max_recorder_wait,
         )  # fmt: skip
-    process, recorder, forwarding = launched.process, launched.recorder, launched.forwarding
-    if process is None or recorder is None or forwarding is None:
+    process, recording, forwarding = launched.process, launched.recording, launched.forwarding
+    if process is None or recording is None or forwarding is None:
         failure = launched.failure
         assert failure is not None
         report(str(failure))
@@ -78,18 +79,9 @@ def record(options: RecordOptions, report: Reporter, launched: Launched | None =
         if process.returncode is None:  # the relay itself failed: do not leave the agent behind
             process.kill()
             process.wait()
-    recorder.tap.update(
-        status="exited" if ended.signal is None else "signalled",
-        ended_ns=time.time_ns(), exit_code=ended.exit_code, exit_signal=ended.signal,
-    )  # fmt: skip
-    outcome = recorder.finish(options.flush_deadline)
-    if outcome == "late":
-        report(
-            f"the recording was still being written {options.flush_deadline:g}s after the "
-            f"agent exited; it goes on in the background (pid {recorder.pid})"
-        )
-    elif outcome == "died":
-        report("the recorder process ended early: the recording is incomplete")
+    recording.finish(
+        exit_code=ended.exit_code, exit_signal=ended.signal, deadline=options.flush_deadline
+    )
     return ended.exit_status
 
 
@@ -98,10 +90,7 @@ def _record_spawn_failure(
 ) -> None:
     from acp_proxy.store.database import NewConnection, RecordingWriter, connect
 
-    new = NewConnection(
-        argv=options.agent_argv, cwd=os.getcwd(), proxy_version=__version__,
-        proxy_pid=os.getpid(), label=options.label, started_ns=started_ns,
-    )  # fmt: skip
+    new = NewConnection(**connection_settings(options.agent_argv, started_ns, options.label))
     try:
         db = connect(options.db_path)
         try:

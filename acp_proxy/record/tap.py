@@ -28,13 +28,21 @@ Rules:
   a load); a missed wake-up costs at most ``SLEEP_SECONDS`` of recording delay, never a
   forwarded byte.
 - ``put_view`` waits only when the ring is full, i.e. when the recorder's reader thread is
-  starved or the recorder's own queue is at its bound (see chunk_queue.py): that is the
-  documented backpressure. If the recorder process is gone (the wake pipe reports an error or
-  EPIPE), the tap stops sending and forwarding goes on.
+  starved or stopped, or the recorder's own queue is at its bound (see chunk_queue.py): that
+  is the documented backpressure, and it is bounded: after ``max_wait`` seconds the chunk is
+  dropped from the recording (forwarding goes on at once), the proxy says so once, and every
+  chunk that finds no room after that is dropped without waiting until the ring has room for
+  the hole's account and the next chunk. A hole travels as one ``LOST`` record in the chunks'
+  place (see losses.py). The last ``CONTROL_RESERVE`` bytes of the ring are kept for those
+  records and for ``UPDATE`` and ``CONFIG``, so that what the proxy says at the end (a hole,
+  the agent's exit status) still fits when chunks filled the ring. If the recorder process is
+  gone (the wake pipe reports an error or EPIPE), the tap stops sending and forwarding goes on.
+  Through the pipe (processors without the ring) the wait is not bounded.
 - ``close`` closes the wake pipe; the reader takes what is published and ends. If the proxy
   is killed, the pipe closes all the same: every record published (every chunk that was
   forwarded) is still read; a record cut short by the proxy's death was never published.
 - Messages: ``CHUNK`` (direction, monotonic ns, bytes; empty bytes = end of that stream),
+  ``LOST`` (direction: a hole in its stream, see ``encode_lost``),
   ``UPDATE`` (JSON object of connection columns, e.g. the agent's exit status) and ``CONFIG``
   (JSON: where and what to record; it may come after the first chunks, because forwarding
   starts before the command line has been read).
@@ -53,10 +61,18 @@ from collections.abc import Iterator
 from typing import Any
 
 from acp_proxy.protocol.acp import Direction
+from acp_proxy.record.losses import Lost
+from acp_proxy.stderr import Reporter
 
 HEADER = struct.Struct("=BBxxIQ")  # kind, direction, (padding), payload length, monotonic ns
 CHUNK, UPDATE, CONFIG = 1, 2, 3
 _SKIP = 4  # ring only: the writer went back to the start of the ring; never a message
+LOST = 5
+_LOST = struct.Struct("=QQB")  # size, newlines, ends with a newline; the reason follows
+# Seconds forwarding may wait for room in the tap before chunks are dropped from the recording.
+DEFAULT_MAX_WAIT = 1.0
+CONTROL_RESERVE = 64 * 1024
+STALL_REASON = "the recorder fell behind (forwarding waits at most {wait:g}s for it)"
 DIRECTION_CODES = {Direction.CLIENT_TO_AGENT: 0, Direction.AGENT_TO_CLIENT: 1,
                    Direction.AGENT_STDERR: 2}  # fmt: skip
 DIRECTIONS_BY_CODE = {code: direction for direction, code in DIRECTION_CODES.items()}
@@ -115,16 +131,16 @@ class Channel:
 
     def __init__(self, *, ring: bool | None = None, ring_bytes: int = RING_BYTES) -> None:
         use_ring = ring_supported() if ring is None else ring
-        if ring_bytes % 8 or ring_bytes < HEADER.size + MAX_CHUNK:
+        if ring_bytes % 8 or ring_bytes < HEADER.size + MAX_CHUNK + CONTROL_RESERVE:
             raise ValueError("the ring must hold the largest chunk and be a multiple of 8")
         self.ring_bytes = ring_bytes
         self.shared = mmap.mmap(-1, _CONTROL_BYTES + ring_bytes) if use_ring else None
         self.read_fd, self.write_fd = os.pipe()
 
-    def writer(self) -> Tap:
+    def writer(self, report: Reporter | None = None) -> Tap:
         """The proxy's end (closes the reader's end of the pipe in this process)."""
         os.close(self.read_fd)
-        return Tap(self.write_fd, self.shared, self.ring_bytes)
+        return Tap(self.write_fd, self.shared, self.ring_bytes, report)
 
     def reader(self) -> TapReader:
         """The recorder's end (closes the writer's end of the pipe in this process)."""
@@ -132,16 +148,40 @@ class Channel:
         return TapReader(self.read_fd, self.shared, self.ring_bytes)
 
 
+def encode_lost(lost: Lost) -> bytes:
+    return _LOST.pack(lost.size, lost.newlines, lost.ends_line) + lost.reason.encode()
+
+
+def decode_lost(payload: bytes | memoryview) -> Lost:
+    size, newlines, ends_line = _LOST.unpack_from(payload)
+    reason = bytes(payload[_LOST.size :]).decode("utf-8", "replace")
+    return Lost(size, newlines, bool(ends_line), reason)
+
+
 class Tap:
     """The forwarding side of the tap (any thread)."""
 
-    def __init__(self, fd: int, shared: mmap.mmap | None = None, ring_bytes: int = 0) -> None:
+    def __init__(
+        self,
+        fd: int,
+        shared: mmap.mmap | None = None,
+        ring_bytes: int = 0,
+        report: Reporter | None = None,
+        max_wait: float = DEFAULT_MAX_WAIT,
+    ) -> None:
         self._fd = fd
         self._lock = threading.Lock()
         self._open = True
         self._shared = shared
         self._capacity = ring_bytes
+        self._chunk_room = ring_bytes - CONTROL_RESERVE
         self._half = ring_bytes // 2
+        self._report = report
+        self.max_wait = max_wait
+        self._lost: dict[int, Lost] = {}  # direction code -> the hole not yet sent
+        self._dropping = False
+        self._said_dropping = False
+        self.dropped_chunks = 0
         if shared is not None:
             self._words = memoryview(shared).cast("Q")
             self._data = memoryview(shared)[_CONTROL_BYTES:]
@@ -162,9 +202,53 @@ class Tap:
         """
         with self._lock:
             if self._shared is not None and len(chunk) <= MAX_CHUNK and self._open:
-                self._send_by_ring(CHUNK, DIRECTION_CODES[direction], mono_ns, chunk)
+                if self._dropping:
+                    self._put_after_hole(DIRECTION_CODES[direction], mono_ns, chunk)
+                elif not self._send_by_ring(
+                    CHUNK, DIRECTION_CODES[direction], mono_ns, chunk, self._chunk_room
+                ):
+                    self._drop(DIRECTION_CODES[direction], chunk)
                 return
         self._send(CHUNK, DIRECTION_CODES[direction], mono_ns, chunk)
+
+    def _drop(self, code: int, chunk: memoryview) -> None:
+        """Leave ``chunk`` out of the recording: it joins its direction's hole (under the lock)."""
+        if not self._open:
+            return
+        if not self._dropping:
+            self._dropping = True
+            if not self._said_dropping and self._report is not None:
+                self._said_dropping = True
+                self._report(
+                    f"the recorder is more than {self.max_wait:g}s behind: frames are left out "
+                    "of the recording (counted) so that forwarding goes on"
+                )
+        self.dropped_chunks += 1
+        lost = Lost.of(chunk, STALL_REASON.format(wait=self.max_wait))
+        earlier = self._lost.get(code)
+        self._lost[code] = lost if earlier is None else earlier.then(lost)
+
+    def _put_after_hole(self, code: int, mono_ns: int, chunk: memoryview) -> None:
+        """While dropping: send the holes and ``chunk`` if they all fit now, else drop it."""
+        records = [(c, encode_lost(lost)) for c, lost in self._lost.items()]
+        needed = sum(HEADER.size + _padded(len(p)) for _, p in records)
+        needed += HEADER.size + _padded(len(chunk))
+        if needed > self._chunk_room - (self._write - self._words[_READ]):
+            self._drop(code, chunk)
+            return
+        for lost_code, payload in records:
+            self._send_by_ring(LOST, lost_code, mono_ns, memoryview(payload), self._capacity)
+        self._lost.clear()
+        self._dropping = False
+        self._send_by_ring(CHUNK, code, mono_ns, chunk, self._chunk_room)
+
+    def _send_holes(self) -> None:
+        """Send what is left of the holes, into the reserve if need be (under the lock)."""
+        if self._open and self._shared is not None:
+            for code, lost in list(self._lost.items()):
+                now = time.monotonic_ns()
+                self._send_by_ring(LOST, code, now, memoryview(encode_lost(lost)), self._capacity)
+        self._lost.clear()
 
     def update(self, **columns: Any) -> None:
         """Ask the recorder to set connection columns (agent pid, exit status ...)."""
@@ -182,6 +266,7 @@ class Tap:
     def close(self) -> None:
         """No more messages: the recorder finishes once it has read what was sent."""
         with self._lock:
+            self._send_holes()
             self._stop()
 
     def _stop(self) -> None:
@@ -199,13 +284,33 @@ class Tap:
                 return
             if len(payload) > MAX_CHUNK and kind != CHUNK:
                 raise ValueError(f"a tap message holds at most {MAX_CHUNK} bytes")
+            if kind != CHUNK:
+                self._send_holes()  # the holes come before what follows them
+                if not self._send_by_ring(kind, code, mono_ns, payload, self._capacity):
+                    self._said_lost_message()
+                return
             # A chunk larger than the ring allows (replay hands over whole frames) goes in
             # pieces: the recorder reads chunks as one stream per direction.
             for start in range(0, len(payload), MAX_CHUNK) if payload else (0,):
-                if self._open:
-                    self._send_by_ring(kind, code, mono_ns, payload[start : start + MAX_CHUNK])
+                piece = payload[start : start + MAX_CHUNK]
+                if not self._open:
+                    return
+                if self._dropping:
+                    self._put_after_hole(code, mono_ns, piece)
+                elif not self._send_by_ring(kind, code, mono_ns, piece, self._chunk_room):
+                    self._drop(code, piece)
 
-    def _send_by_ring(self, kind: int, code: int, mono_ns: int, payload: memoryview) -> None:
+    def _said_lost_message(self) -> None:
+        if self._report is not None and self._open:
+            self._report("the recorder is not reading: a detail of the connection went unrecorded")
+
+    def _send_by_ring(
+        self, kind: int, code: int, mono_ns: int, payload: memoryview, room: int
+    ) -> bool:
+        """Put one record in the ring, waiting at most ``max_wait`` for ``room`` to have it.
+
+        ``room``: how much of the ring this record may fill. False if it was not put.
+        """
         size = len(payload)
         capacity = self._capacity
         start = self._write
@@ -223,9 +328,9 @@ class Tap:
             start += capacity - offset
             read = start  # the skipped bytes are free once the reader has passed them
         end = start + HEADER.size + _padded(size)
-        if end - read > capacity:
-            if not self._wait_for_room(end):
-                return
+        if end - read > room:
+            if not self._wait_for_room(end, room):
+                return False
             read = words[_READ]
         offset = start % capacity
         if offset + HEADER.size + size <= capacity:  # the usual case: no wrapping
@@ -242,6 +347,7 @@ class Tap:
         wake_at = words[_WAKE_AT] or self._half
         if words[_SLEEPING] or start - read <= wake_at < end - read:
             self._wake()
+        return True
 
     def _copy_in(self, position: int, data: bytes | memoryview) -> None:
         offset = position % self._capacity
@@ -250,13 +356,16 @@ class Tap:
         if first < len(data):  # the record wraps around the end of the ring
             self._data[: len(data) - first] = data[first:]
 
-    def _wait_for_room(self, end: int) -> bool:
-        """Wait until the reader has made room up to ``end``; False if it is gone."""
+    def _wait_for_room(self, end: int, room: int) -> bool:
+        """Wait until the reader has made ``room`` up to ``end``; False if it is gone or late."""
         self.full_waits += 1
-        while end - self._words[_READ] > self._capacity:
+        deadline = time.monotonic() + self.max_wait
+        while end - self._words[_READ] > room:
             self._wake()  # it may be between two looks, or asleep and have missed a wake-up
             if not self._open or self._poller.poll(0):  # POLLERR: the reader has gone
                 self._stop()
+                return False
+            if time.monotonic() >= deadline:
                 return False
             time.sleep(FULL_WAIT_SECONDS)
         return True

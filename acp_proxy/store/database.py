@@ -4,16 +4,23 @@ Rules:
 - One SQLite file holds many connections. WAL mode, ``synchronous=NORMAL``: a crash of the
   proxy loses at most the batch being written, never a committed one, and readers (``tail``,
   Datasette) never block the writer.
-- The file is created with mode 0600 (recordings hold secrets) and its folder with 0700.
+- The file is created with mode 0600 (recordings hold secrets) and every folder created on the
+  way to it with 0700. A symbolic link whose target is missing is refused, never followed into
+  a file created with the default mode.
 - The schema version lives in ``PRAGMA user_version``; ``MIGRATIONS[n]`` takes a database from
   version n to n+1. Views are dropped and re-created by the last migration step so they always
   match the code. A database newer than this code is refused, never modified.
 - Several proxies may append to one file at once: each uses its own connection, short
-  ``BEGIN IMMEDIATE`` transactions and a busy timeout.
+  ``BEGIN IMMEDIATE`` transactions and a busy timeout. A write lock still held by another
+  writer when the timeout ends raises ``RecordingBusy``: the caller waits and retries; it is
+  never a reason to stop recording.
+- A frame longer than the database takes (``SQLITE_LIMIT_LENGTH``) keeps its row with an empty
+  ``raw`` (``length(raw) < size`` says the bytes are missing); ``append`` returns those frames
+  so that the recorder counts them as lost.
 - A recorder's connection does not checkpoint the WAL on commit (copying every page into the
   main file as frames stream in halved large-frame throughput); the recorder checkpoints when
   it is idle, when the WAL passes a size, and when its connection is done (``checkpoint``).
-- Full-text search (format 4) is an FTS5 index over the ``frame_text`` view, its external
+- Full-text search (format 5) is an FTS5 index over the ``frame_text`` view, its external
   content; ``search_progress`` says, per connection, up to which ``seq`` frames are indexed.
   A writer indexes its connection's frames either in the transaction that inserts them
   (``index=True``) or when told to (``index_pending``: the recorder does it when the traffic
@@ -37,12 +44,15 @@ from typing import Any
 
 import orjson
 
-from acp_proxy.errors import RecordingError, UnknownRecording, UnreadableRecording
+from acp_proxy.errors import RecordingBusy, RecordingError, UnknownRecording, UnreadableRecording
 from acp_proxy.protocol.observer import FRAME_COLUMNS, ConnectionFacts, FrameRecord
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 LARGE_FRAME_BYTES = 1024 * 1024
 BUSY_TIMEOUT_MS = 10_000
+# Room a frame's row needs besides ``raw`` (its other columns), below the length limit.
+ROW_OVERHEAD_BYTES = 64 * 1024
+_BUSY_CODES = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (extended codes keep these in the low byte)
 
 _SCHEMA_V1 = """
 CREATE TABLE connection (
@@ -279,12 +289,18 @@ CREATE TABLE search_progress (
 );
 """
 
+# Format 6: ``bytes_lost`` beside ``frames_lost``: the bytes of the frames not recorded.
+_SCHEMA_V6 = """
+ALTER TABLE connection ADD COLUMN bytes_lost INTEGER NOT NULL DEFAULT 0;
+"""
+
 MIGRATIONS: dict[int, str] = {
     0: _SCHEMA_V1,
     1: _SCHEMA_V2,
     2: _SCHEMA_V3,
     3: _SCHEMA_V4,
     4: _SCHEMA_V5,
+    5: _SCHEMA_V6,
 }
 
 
@@ -292,14 +308,43 @@ def _now_ns() -> int:
     return time.time_ns()
 
 
+def create_private_folder(path: Path) -> None:
+    """Create ``path`` and every missing folder above it, each readable by the owner only."""
+    missing: list[Path] = []
+    folder = path
+    while not folder.exists() and not folder.is_symlink() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:  # another process made it meanwhile
+            continue
+        os.chmod(folder, 0o700)  # mkdir's mode passes through the umask
+
+
 def create_private_file(path: Path) -> None:
-    """Create ``path`` (and missing folders) readable by the owner only, if it is missing."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """Create ``path`` (and missing folders) readable by the owner only, if it is missing.
+
+    A dangling symbolic link is refused: following it would create its target with whatever
+    mode SQLite picks, somewhere the user did not name.
+    """
+    if path.is_symlink() and not path.exists():
+        raise RecordingError(f"{path} is a symbolic link to a missing file; not creating it")
+    create_private_folder(path.parent)
     try:
-        descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
     except FileExistsError:
         return
     os.close(descriptor)
+
+
+def is_busy(error: sqlite3.Error) -> bool:
+    """Whether ``error`` says another connection holds the lock (worth waiting for)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in _BUSY_CODES
+    return "locked" in str(error) or "busy" in str(error)
 
 
 def connect(
@@ -319,17 +364,23 @@ def connect(
             uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
             check_same_thread=False,
         )  # fmt: skip
-        if not readonly:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            if recorder:
-                db.execute("PRAGMA wal_autocheckpoint=0")
-        _migrate(db, path, readonly=readonly)
+        try:
+            if not readonly:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                if recorder:
+                    db.execute("PRAGMA wal_autocheckpoint=0")
+            _migrate(db, path, readonly=readonly)
+        except BaseException:
+            db.close()  # a caller that retries (busy) must not pile up open connections
+            raise
     except (sqlite3.Error, OSError) as error:
         if readonly:
             raise UnreadableRecording(
                 f"{path} is not a readable recording database: {error}"
             ) from None
+        if isinstance(error, sqlite3.Error) and is_busy(error):
+            raise RecordingBusy(f"cannot open recording database {path}: {error}") from error
         raise RecordingError(f"cannot open recording database {path}: {error}") from error
     return db
 
@@ -387,7 +438,24 @@ class NewConnection:
     proxy_pid: int
     label: str | None = None
     started_ns: int | None = None
-    uid: str | None = None  # chosen by the proxy when it must know it early (``record --otlp``)
+    uid: str | None = None  # chosen by the proxy: it finds the row again (``update_by_uid``), and
+    # ``record --otlp`` names the trace after it from the start
+
+
+def new_uid() -> str:
+    """A fresh connection uid: random 128 bits in hex."""
+    return uuid.uuid4().hex
+
+
+_UPDATABLE = frozenset({
+    "agent_pid", "status", "ended_ns", "exit_code", "exit_signal", "error", "frames_lost",
+    "bytes_lost", "otlp_frames_dropped", "otlp_spans_dropped",
+})  # fmt: skip
+
+
+def _raise_for(error: sqlite3.Error, doing: str) -> RecordingError:
+    kind = RecordingBusy if is_busy(error) else RecordingError
+    return kind(f"cannot {doing}: {error}")
 
 
 class RecordingWriter:
@@ -422,6 +490,9 @@ class RecordingWriter:
             f"INSERT INTO frame (connection_id, {columns}) "
             f"VALUES ({int(connection_id)}, {large_marks})"
         )
+        self.max_raw_bytes = max(0, db.getlimit(sqlite3.SQLITE_LIMIT_LENGTH) - ROW_OVERHEAD_BYTES)
+        # Frames from this size on take the row-by-row path (large, or too long to store).
+        self._row_path_bytes = min(LARGE_FRAME_BYTES, self.max_raw_bytes + 1)
 
     @classmethod
     def start(
@@ -433,13 +504,13 @@ class RecordingWriter:
                     "INSERT INTO connection (uid, label, status, started_ns, argv, cwd, "
                     "proxy_version, proxy_pid) VALUES (?, ?, 'running', ?, ?, ?, ?, ?)",
                     (
-                        new.uid or uuid.uuid4().hex, new.label, new.started_ns or _now_ns(),
+                        new.uid or new_uid(), new.label, new.started_ns or _now_ns(),
                         orjson.dumps(list(new.argv)).decode(), new.cwd, new.proxy_version,
                         new.proxy_pid,
                     ),
                 )  # fmt: skip
         except sqlite3.Error as error:
-            raise RecordingError(f"cannot start a recording: {error}") from error
+            raise _raise_for(error, "start a recording") from error
         assert cursor.lastrowid is not None
         return cls(db, cursor.lastrowid, index=index)
 
@@ -449,16 +520,22 @@ class RecordingWriter:
         counts: Iterable[tuple[str, int, int]] = (),
         facts: ConnectionFacts | None = None,
         findings: Sequence[StoredFinding] = (),
-    ) -> None:
+        lost: tuple[int, int] | None = None,
+    ) -> list[FrameRecord]:
         """Write a batch of frames and the connection's running totals in one transaction.
 
         ``counts`` holds ``(direction, frames, bytes)`` totals so far for each direction;
-        ``findings`` are rule findings about these frames (``record --check``).
+        ``findings`` are rule findings about these frames (``record --check``); ``lost`` the
+        ``(frames_lost, bytes_lost)`` totals so far. Returns the frames whose bytes were too
+        long to store (their rows hold an empty ``raw``). Raises ``RecordingBusy`` when the
+        write lock could not be had: nothing was written, the same call may be retried.
         """
+        too_long: list[FrameRecord] = []
+        totals = {direction: (frames, size) for direction, frames, size in counts}
         try:
             with _transaction(self._db):
                 if records:
-                    self._insert_records(records)
+                    too_long = self._insert_records(records)
                     if self._index:
                         self._index_frames()
                     else:
@@ -470,7 +547,6 @@ class RecordingWriter:
                         "message, found_ns) VALUES (?, ?, ?, ?, ?, ?, ?)",
                         [(self.connection_id, *finding, now) for finding in findings],
                     )
-                totals = {direction: (frames, size) for direction, frames, size in counts}
                 if totals and totals != self._last_totals:
                     assignments = ", ".join(
                         f"{column} = ?"
@@ -482,7 +558,11 @@ class RecordingWriter:
                         f"UPDATE connection SET {assignments} WHERE id = ?",
                         (*values, self.connection_id),
                     )
-                    self._last_totals = totals
+                if lost is not None:
+                    self._db.execute(
+                        "UPDATE connection SET frames_lost = ?, bytes_lost = ? WHERE id = ?",
+                        (*lost, self.connection_id),
+                    )
                 if facts is not None:
                     self._db.execute(
                         "UPDATE connection SET protocol_version = ?, client_info = ?, "
@@ -491,23 +571,34 @@ class RecordingWriter:
                          _json_or_none(facts.agent_info), self.connection_id),
                     )  # fmt: skip
         except sqlite3.Error as error:
-            raise RecordingError(f"cannot write to the recording: {error}") from error
+            raise _raise_for(error, "write to the recording") from error
+        if totals:
+            self._last_totals = totals
+        return too_long
 
-    def _insert_records(self, records: Sequence[FrameRecord]) -> None:
+    def _insert_records(self, records: Sequence[FrameRecord]) -> list[FrameRecord]:
         raw_index = self._raw_index
         start = 0
+        too_long: list[FrameRecord] = []
+        row_path_bytes = self._row_path_bytes
         for index, record in enumerate(records):
             raw = record.raw
-            if len(raw) >= LARGE_FRAME_BYTES:
+            if len(raw) >= row_path_bytes:
                 self._insert_small(records[start:index])
                 start = index + 1
                 row = list(record)
+                if len(raw) > self.max_raw_bytes:
+                    too_long.append(record)
+                    row[raw_index] = 0
+                    self._db.execute(self._insert_large, row)
+                    continue
                 row[raw_index] = len(raw)
                 cursor = self._db.execute(self._insert_large, row)
                 assert cursor.lastrowid is not None
                 with self._db.blobopen("frame", "raw", cursor.lastrowid) as blob:
                     blob.write(raw)
         self._insert_small(records[start:])
+        return too_long
 
     def _index_frames(self, limit: int | None = None) -> int:
         """Index this connection's frames not yet indexed; on failure, stop indexing them."""
@@ -555,26 +646,57 @@ class RecordingWriter:
         try:
             self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
         except sqlite3.Error as error:
-            raise RecordingError(f"cannot checkpoint the recording: {error}") from error
+            raise _raise_for(error, "checkpoint the recording") from error
 
     def update(self, **fields: Any) -> None:
         """Set columns of this connection's row (agent pid, exit status, lost frames ...)."""
-        allowed = {
-            "agent_pid", "status", "ended_ns", "exit_code", "exit_signal", "error", "frames_lost",
-            "otlp_frames_dropped", "otlp_spans_dropped",
-        }  # fmt: skip
-        unknown = set(fields) - allowed
-        if unknown:
-            raise ValueError(f"not connection columns: {sorted(unknown)}")
-        assignments = ", ".join(f"{name} = ?" for name in fields)
-        try:
-            with _transaction(self._db):
-                self._db.execute(
-                    f"UPDATE connection SET {assignments} WHERE id = ?",
-                    (*fields.values(), self.connection_id),
-                )
-        except sqlite3.Error as error:
-            raise RecordingError(f"cannot update the recording: {error}") from error
+        _update(self._db, "id", self.connection_id, fields)
+
+
+def _update(db: sqlite3.Connection, key: str, value: object, fields: dict[str, Any]) -> None:
+    unknown = set(fields) - _UPDATABLE
+    if unknown:
+        raise ValueError(f"not connection columns: {sorted(unknown)}")
+    if not fields:
+        return
+    assignments = ", ".join(f"{name} = ?" for name in fields)
+    try:
+        with _transaction(db):
+            db.execute(
+                f"UPDATE connection SET {assignments} WHERE {key} = ?", (*fields.values(), value)
+            )
+    except sqlite3.Error as error:
+        raise _raise_for(error, "update the recording") from error
+
+
+def connection_id_of_uid(path: Path, uid: str) -> int | None:
+    """The id of the connection ``uid`` in ``path``, or None."""
+    db = connect(path, create=False, readonly=True)
+    try:
+        row = db.execute("SELECT id FROM connection WHERE uid = ?", (uid,)).fetchone()
+    except sqlite3.Error as error:
+        raise _raise_for(error, "read the recording") from error
+    finally:
+        db.close()
+    return None if row is None else int(row[0])
+
+
+def update_by_uid(path: Path, uid: str, **fields: Any) -> bool:
+    """Set columns of the connection ``uid`` in ``path`` from outside its recorder.
+
+    For the proxy, when its recorder process ended early and cannot say how the recording
+    ended itself. Returns False if there is no such row (the recorder never wrote it).
+    """
+    db = connect(path)
+    try:
+        if db.execute("SELECT 1 FROM connection WHERE uid = ?", (uid,)).fetchone() is None:
+            return False
+        _update(db, "uid", uid, fields)
+    except sqlite3.Error as error:
+        raise _raise_for(error, "update the recording") from error
+    finally:
+        db.close()
+    return True
 
 
 _COUNT_COLUMNS = {

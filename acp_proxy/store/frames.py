@@ -17,7 +17,7 @@ from acp_proxy.errors import RecordingError
 from acp_proxy.protocol.observer import FRAME_COLUMNS, FrameRecord
 from acp_proxy.store.refs import Scope, scope
 
-__all__ = ["Scope", "all_connections", "frames", "scope"]
+__all__ = ["Scope", "all_connections", "frames", "losses", "scope"]
 
 _SELECT = f"SELECT {', '.join(FRAME_COLUMNS)} FROM frame"
 _BATCH = 4096
@@ -25,6 +25,19 @@ _BATCH = 4096
 
 def all_connections(db: sqlite3.Connection) -> list[int]:
     return [int(row[0]) for row in db.execute("SELECT id FROM connection ORDER BY id")]
+
+
+def losses(db: sqlite3.Connection, connection_id: int) -> tuple[int, int, str | None]:
+    """``frames_lost``, ``bytes_lost`` (0 before format 6) and ``error`` of a connection."""
+    try:
+        row = db.execute(
+            "SELECT frames_lost, bytes_lost, error FROM connection WHERE id = ?", (connection_id,)
+        ).fetchone()
+    except sqlite3.OperationalError:  # an older format, read without migrating
+        row = db.execute(
+            "SELECT frames_lost, 0, error FROM connection WHERE id = ?", (connection_id,)
+        ).fetchone()
+    return (0, 0, None) if row is None else (int(row[0] or 0), int(row[1] or 0), row[2])
 
 
 def frames(db: sqlite3.Connection, target: Scope) -> Iterator[FrameRecord]:

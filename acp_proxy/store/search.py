@@ -1,7 +1,7 @@
 """Searching recorded frames: the full-text index's catch-up, and both kinds of query.
 
 Rules:
-- Full text (the default) asks the FTS5 index (database.py, format 4) for the pattern as one
+- Full text (the default) asks the FTS5 index (database.py, format 5) for the pattern as one
   phrase, case- and accent-insensitive, its last word a prefix (``permission den`` finds
   ``permission denied``). Every character of the pattern is taken literally: FTS5 operators,
   quotes and ``*`` are words or separators, never syntax. A pattern with no word in it at all
@@ -11,7 +11,7 @@ Rules:
   as UTF-8 (undecodable bytes become U+FFFD): JSON escapes stay as they were recorded.
 - Hits come in the order frames were recorded (``frame.id``), across connections; ``after``
   (a hit's ``frame_id``) continues a search where a page ended.
-- ``catch_up`` indexes what the recorder did not (frames recorded before format 4, imported
+- ``catch_up`` indexes what the recorder did not (frames recorded before format 5, imported
   recordings, a recorder that could not index): one connection at a time, in write
   transactions of ``CATCH_UP_BATCH`` frames, calling ``progress`` with each batch's size.
 - ``sqlite_utils`` wraps the connection for the catch-up (its table and transaction helpers);

@@ -6,11 +6,13 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.record.chunk_queue import ChunkItem, ChunkQueue
+from acp_proxy.record.losses import Lost
 
 C2A, A2C = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
 
@@ -202,3 +204,40 @@ def test_discard_counts_lost_frames_in_memory_and_spill() -> None:
     assert queue.discarded_frames == 6
     queue.close()
     assert queue.take() is None
+
+
+def test_a_spill_file_that_cannot_be_written_turns_chunks_into_holes_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import errno
+    import os
+
+    from acp_proxy.record import chunk_queue
+
+    def full(*_: object) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(chunk_queue.os, "pwritev", full)
+    said: list[str] = []
+    queue = ChunkQueue(memory_bytes=4, report=said.append)
+    queue.put(C2A, 0, b"1\n2\n")  # memory
+    queue.put(C2A, 1, b"3\n4")  # would spill: a hole
+    queue.put(A2C, 2, b"x\n")  # while the hole waits behind the queue: a hole too
+    queue.put(C2A, 3, b"\n5\n")  # joins the c2a hole
+    queue.put(C2A, 4, b"")  # an end of stream is kept
+    taken = drain(queue)
+    assert taken[0] == (C2A, 0, b"1\n2\n")
+    holes = [(d, c) for d, _, c in taken[1:]]
+    first = holes[0][1]
+    assert isinstance(first, Lost)
+    assert "No space left on device" in first.reason
+    assert holes == [
+        (C2A, Lost(6, 3, True, first.reason)),
+        (A2C, Lost(2, 1, True, first.reason)),
+        (C2A, b""),
+    ]
+    assert len(said) == 1
+    assert "spill file cannot be written" in said[0]
+    monkeypatch.setattr(chunk_queue.os, "pwritev", os.pwritev)
+    queue.put(C2A, 5, b"6\n")  # drained: the queue starts afresh
+    assert drain(queue) == [(C2A, 5, b"6\n")]

@@ -310,3 +310,47 @@ def test_the_reader_hands_on_batches_of_bounded_size() -> None:
 def test_the_ring_must_hold_the_largest_chunk() -> None:
     with pytest.raises(ValueError):
         Channel(ring=True, ring_bytes=MAX_CHUNK)
+
+
+def test_a_reader_that_does_not_read_holds_the_writer_at_most_max_wait() -> None:
+    # Past the bound, chunks are left out as one LOST record (sent once there is room again),
+    # the proxy says so once, and what is said at the end (an update) still gets through.
+    said: list[str] = []
+    channel = Channel(ring=True, ring_bytes=SMALL_RING)
+    writer = tap.Tap(channel.write_fd, channel.shared, channel.ring_bytes, said.append, 0.2)
+    reader = TapReader(channel.read_fd, channel.shared, channel.ring_bytes)
+    payloads = [bytes([n % 250]) * 30_000 + b"\n" for n in range(200)]  # 6 MB, 2 MiB ring
+    started = time.monotonic()
+    for number, payload in enumerate(payloads):
+        writer.put(Direction.AGENT_TO_CLIENT, number, payload)
+    waited = time.monotonic() - started
+    assert 0.15 <= waited < 2  # one wait of the bound, then no more waiting
+    assert writer.dropped_chunks > 0
+    writer.update(exit_code=0)
+    collector = Collector(reader)
+    writer.close()
+    received = collector.join()
+    kept = [bytes(p) for kind, _, _, p in received if kind == CHUNK]
+    lost = [tap.decode_lost(p) for kind, _, _, p in received if kind == tap.LOST]
+    assert kept == payloads[: len(kept)]  # a clean prefix; the rest is one hole
+    assert len(lost) == 1
+    assert lost[0].size == sum(map(len, payloads[len(kept) :]))
+    assert lost[0].newlines == len(payloads) - len(kept)
+    assert received[-1][0] == UPDATE
+    assert len(said) == 1
+    assert "frames are left out of the recording" in said[0]
+
+
+def test_an_infinite_bound_keeps_every_chunk() -> None:
+    _, writer, reader = _ends()
+    writer.max_wait = float("inf")
+    collectors: list[Collector] = []
+    late = threading.Timer(0.3, lambda: collectors.append(Collector(reader)))
+    late.start()
+    payloads = [bytes([n]) * 65536 for n in range(64)]
+    for number, payload in enumerate(payloads):
+        writer.put(Direction.AGENT_TO_CLIENT, number, payload)
+    late.join()
+    writer.close()
+    assert [p for _, _, _, p in collectors[0].join()] == payloads
+    assert writer.dropped_chunks == 0

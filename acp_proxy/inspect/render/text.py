@@ -140,12 +140,27 @@ def connection_line(
     ending = row.ending
     ending_style = style(ending, fg="green" if ending in ("exit 0", "running") else "red")
     problems = style(f", {errors} errors", fg="red") if errors else ""
+    if incomplete(row):
+        problems += style(f", incomplete: {row.frames_lost} frames lost", fg="red")
     return (
         f"{style(str(row.id), bold=True):>4}{label}  {present.wall(row.started_ns)}  "
         f"{visible(present.peer(row.agent_info))} <- {visible(present.peer(row.client_info))}  "
         f"v{row.protocol_version if row.protocol_version is not None else '?'}  "
         f"{frames} frames  {prompts} turns  {present.duration(duration_ns)}  "
         f"{ending_style}{problems}"
+    )
+
+
+def incomplete(row: ConnectionRow) -> bool:
+    """Whether the recording of ``row`` lost frames (docs/recording-format.md)."""
+    return bool(row.frames_lost) or row.status == "incomplete"
+
+
+def incomplete_note(row: ConnectionRow) -> str:
+    """One line saying what an incomplete recording lost and why (control characters shown)."""
+    why = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in row.error or "")
+    return f"connection {row.id} is incomplete: {row.frames_lost} frames were not recorded" + (
+        f" ({why})" if why else ""
     )
 
 

@@ -12,6 +12,8 @@ Modes (standard library only, unbuffered binary stdio):
 - ``ticks N``: write N frames, then block reading stdin until EOF.
 - ``pidfile FILE``: write its pid to FILE (whole, once it exists), then sleep until a signal
   ends it (SIGINT, SIGTERM and SIGHUP as the system's default; ignored with ``--ignore-all``).
+- ``drip N GROUP MS``: write N frames, GROUP at a time, MS milliseconds apart (a long
+  conversation's pace: many small batches to record), then read stdin until EOF.
 """
 
 from __future__ import annotations
@@ -101,6 +103,16 @@ def main(argv: list[str]) -> int:
         os.replace(argv[1] + ".tmp", argv[1])
         while True:
             time.sleep(3600)
+    if mode == "drip":
+        count, group, pause = int(argv[1]), int(argv[2]), float(argv[3]) / 1000
+        for start in range(0, count, group):
+            frames = range(start, min(count, start + group))
+            write_all(1, b"".join(b'{"jsonrpc":"2.0","method":"_drip","params":{"n":%d}}\n' % n
+                                  for n in frames))  # fmt: skip
+            time.sleep(pause)
+        while os.read(0, 65536):
+            pass
+        return 0
     write_all(2, f"unknown mode {mode}\n".encode())
     return 2
 
