@@ -59,6 +59,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "replay": "acp_proxy.cli.replay:replay_command",
     "redact": "acp_proxy.cli.share:redact_command",
     "bundle": "acp_proxy.cli.share:bundle_command",
+    "ui": "acp_proxy.cli.ui:ui_command",
 }
 
 
