@@ -183,6 +183,12 @@ def main() -> None:
     help="With --otlp: include prompt text, agent output, tool input and output and file "
     "contents in the spans, passed through the bug-report redactor first.",
 )
+@click.option(
+    "--ui",
+    is_flag=True,
+    help="Also serve the web inspector (`acp-proxy ui`) on a free loopback port, in a process "
+    "of its own that only reads the database; its address is said on stderr.",
+)
 @click.argument("agent_command", nargs=-1, required=True, type=click.UNPROCESSED)
 def record(
     db: Path | None,
@@ -191,6 +197,7 @@ def record(
     check: bool,
     otlp: str | None,
     otlp_content: bool,
+    ui: bool,
     agent_command: tuple[str, ...],
 ) -> None:
     """Run AGENT_COMMAND behind the proxy and record the conversation.
@@ -212,7 +219,7 @@ def record(
         require_otel()
     options = RecordOptions(
         agent_command, resolve_db(db), label=label, grace=grace, check=check, otlp=otlp,
-        otlp_content=otlp_content,
+        otlp_content=otlp_content, ui=ui,
     )  # fmt: skip
     sys.exit(run_record(options, report))
 
