@@ -36,6 +36,10 @@ def frames(db: Path) -> list[dict[str, Any]]:
         con.close()
 
 
+def prompt_answers(db: Path) -> list[dict[str, Any]]:
+    return [f for f in frames(db) if f["method"] == "session/prompt" and f["kind"] != "request"]
+
+
 def shown_rows(page: Any) -> list[dict[str, Any]]:
     return page.eval_on_selector_all(
         "#spacer .row",
@@ -92,10 +96,7 @@ def test_a_live_conversation_streams_into_the_page(
     assert client.stdin is not None
     client.stdin.write(f"{PROMPT}\n".encode())
     client.stdin.flush()
-    answered = wait_for(
-        lambda: [f for f in frames(db) if f["method"] == "session/prompt" and f["kind"] != "request"],
-        "the prompt's response", 30,
-    )  # fmt: skip
+    answered = wait_for(lambda: prompt_answers(db), "the prompt's response", 30)
     recorded = frames(db)
     fresh = [f for f in recorded if f["wall_ns"] / 1e6 > opened_ms]
     assert len(fresh) >= 6, fresh
