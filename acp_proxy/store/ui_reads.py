@@ -114,47 +114,64 @@ def _loads(text: Any) -> Any:
         return text
 
 
-def connection_overview(db: sqlite3.Connection, connection_id: int) -> dict[str, Any] | None:
-    """One connection as the recordings list shows it (counts read from its frames)."""
+_CONNECTION = (
+    "id", "uid", "label", "status", "started_ns", "ended_ns", "argv", "cwd", "exit_code",
+    "exit_signal", "error", "protocol_version", "client_info", "agent_info", "frames_c2a",
+    "frames_a2c", "lines_stderr", "frames_lost", "proxy_pid",
+)  # fmt: skip
+
+
+def connection_head(db: sqlite3.Connection, connection_id: int) -> dict[str, Any] | None:
+    """One connection's row and what the index reads at once (no scan of its frames)."""
     row = db.execute(
-        "SELECT id, uid, label, status, started_ns, ended_ns, argv, cwd, exit_code, exit_signal, "
-        "error, protocol_version, client_info, agent_info, frames_c2a, frames_a2c, lines_stderr, "
-        "frames_lost, proxy_pid FROM connection WHERE id = ?",
-        (connection_id,),
+        f"SELECT {', '.join(_CONNECTION)} FROM connection WHERE id = ?", (connection_id,)
     ).fetchone()
     if row is None:
         return None
-    names = (
-        "id", "uid", "label", "status", "started_ns", "ended_ns", "argv", "cwd", "exit_code",
-        "exit_signal", "error", "protocol_version", "client_info", "agent_info", "frames_c2a",
-        "frames_a2c", "lines_stderr", "frames_lost", "proxy_pid",
-    )  # fmt: skip
-    record = dict(zip(names, row, strict=True))
+    record = dict(zip(_CONNECTION, row, strict=True))
     record["argv"] = _loads(record["argv"]) or []
     record["client_info"] = _loads(record["client_info"])
     record["agent_info"] = _loads(record["agent_info"])
-    counts = db.execute(
-        "SELECT count(*), coalesce(sum(kind = 'request' AND method = 'session/prompt'), 0), "
-        "coalesce(sum(kind = 'error'), 0), "
-        "coalesce(sum(bad_json OR bad_utf8 OR not_jsonrpc), 0), min(mono_ns), max(mono_ns), "
-        "max(id) FROM frame WHERE connection_id = ?",
+    first = db.execute(
+        "SELECT mono_ns FROM frame WHERE connection_id = ? ORDER BY seq LIMIT 1", (connection_id,)
+    ).fetchone()
+    last = db.execute(
+        "SELECT id, seq, mono_ns FROM frame WHERE connection_id = ? ORDER BY seq DESC LIMIT 1",
         (connection_id,),
     ).fetchone()
-    frames, turns, errors, malformed, first_ns, last_ns, last_id = counts
     findings = db.execute(
         "SELECT count(*) FROM finding WHERE connection_id = ?", (connection_id,)
     ).fetchone()[0]
-    sessions = db.execute(
-        "SELECT session_id FROM frame WHERE connection_id = ? AND session_id IS NOT NULL "
-        "GROUP BY session_id ORDER BY min(seq)",
-        (connection_id,),
-    ).fetchall()
     record.update(
-        frames=frames, turns=turns, errors=errors, malformed=malformed, first_mono_ns=first_ns,
-        last_mono_ns=last_ns, last_frame_id=last_id or 0, stored_findings=findings,
-        sessions=[s[0] for s in sessions],
+        first_mono_ns=first[0] if first else None, last_mono_ns=last[2] if last else None,
+        last_frame_id=last[0] if last else 0, last_seq=last[1] if last else 0,
+        stored_findings=findings,
+        frames=record["frames_c2a"] + record["frames_a2c"] + record["lines_stderr"],
     )  # fmt: skip
     return record
+
+
+def sessions(db: sqlite3.Connection, connection_id: int) -> list[str]:
+    """The session ids of a connection, in order of first use (reads the session index only)."""
+    rows = db.execute(
+        "SELECT session_id FROM frame INDEXED BY frame_by_session "
+        "WHERE session_id IS NOT NULL AND connection_id = ? GROUP BY session_id ORDER BY min(seq)",
+        (connection_id,),
+    )
+    return [str(r[0]) for r in rows]
+
+
+def frame_counts(
+    db: sqlite3.Connection, connection_id: int, after_seq: int
+) -> tuple[int, int, int, int]:
+    """``(last seq, prompt turns, error responses, malformed)`` among frames after ``after_seq``."""
+    row = db.execute(
+        "SELECT max(seq), coalesce(sum(kind = 'request' AND method = 'session/prompt'), 0), "
+        "coalesce(sum(kind = 'error'), 0), coalesce(sum(bad_json OR bad_utf8 OR not_jsonrpc), 0) "
+        "FROM frame WHERE connection_id = ? AND seq > ?",
+        (connection_id, after_seq),
+    ).fetchone()
+    return int(row[0] or after_seq), int(row[1]), int(row[2]), int(row[3])
 
 
 def connection_ids(db: sqlite3.Connection) -> list[int]:

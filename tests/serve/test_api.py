@@ -112,7 +112,8 @@ def test_rows_collapse_a_chunk_run_and_filter(served: Served) -> None:
     assert [r["first_seq"] for r in only.json()["rows"]] == [7]
     run_frames = get(served, "api/connections/2/frames", params={"first": 2, "last": 6})
     assert [f["seq"] for f in run_frames.json()["frames"]] == [2, 3, 4, 5, 6]
-    assert get(served, "api/connections/2/locate", params={"seq": 4}).json() == {"index": 1}
+    located = get(served, "api/connections/2/locate", params={"seq": 4}).json()
+    assert located == {"index": 1, "total": 3, "caught_up": True}
     assert get(served, "api/connections/2/rows", params={"direction": "up"}).status_code == 400
     assert get(served, "api/connections/9/rows").status_code == 404
 

@@ -73,6 +73,9 @@ def test_hostile_text_never_runs(db_path: Path, serve_ui: Any, page: Any) -> Non
     page.wait_for_selector("#spacer .row")
     rows = page.locator("#spacer .row")
     assert "<script>" in page.text_content("#spacer")
+    # Findings of the rule engine and frames that are not clean JSON-RPC are marked in place.
+    page.wait_for_selector("#spacer .row.has-finding")
+    assert page.locator('#spacer .row.bad[data-seq="9"]').count() == 1
     for index in range(rows.count()):
         rows.nth(index).click()
         page.wait_for_selector("#detail #raw")

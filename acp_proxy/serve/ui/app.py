@@ -99,7 +99,7 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         return Json({"connections": found, "last_frame_id": last})
 
     async def connection(request: Request) -> Response:
-        found = await threaded(inspector.overview, connection_id(request))
+        found = await threaded(inspector.head, connection_id(request))
         if found is None:
             raise HTTPException(404, "no such connection")
         return Json(found)
@@ -110,14 +110,13 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         limit = _int(request, "limit", 100, 0, MAX_LIMIT)
         scan = request.query_params.get("scan") == "1"
         await _exists(cid)
-        inspector.start_checking(cid)
         return Json(await threaded(inspector.rows, cid, where, offset, limit, scan))
 
     async def locate(request: Request) -> Response:
         cid, where = connection_id(request), _filter(request)
         seq = _int(request, "seq", 1)
         await _exists(cid)
-        return Json({"index": await threaded(inspector.locate, cid, where, seq)})
+        return Json(await threaded(inspector.locate, cid, where, seq))
 
     async def run_frames(request: Request) -> Response:
         cid, where = connection_id(request), _filter(request)
@@ -148,9 +147,18 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
                         headers={"content-disposition": disposition})  # fmt: skip
 
     async def findings(request: Request) -> Response:
+        """Findings so far (from ``since`` on); the first call starts the background check."""
+        cid, since = connection_id(request), _int(request, "since", 0)
+        await _exists(cid)
+        inspector.start_checking(cid)
+        found = await threaded(lambda: inspector.findings(cid, step=False))
+        found["findings"] = found["findings"][since:]
+        return Json(found)
+
+    async def sessions(request: Request) -> Response:
         cid = connection_id(request)
         await _exists(cid)
-        return Json(await threaded(inspector.findings, cid))
+        return Json(await threaded(lambda: ui_reads.sessions(inspector.db.get(), cid)))
 
     async def sequence(request: Request) -> Response:
         cid = connection_id(request)
@@ -202,7 +210,7 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         )  # fmt: skip
 
     async def _exists(cid: int) -> None:
-        if await threaded(inspector.overview, cid) is None:
+        if not await threaded(inspector.exists, cid):
             raise HTTPException(404, "no such connection")
 
     async def not_found(request: Request, error: Exception) -> Response:
@@ -224,6 +232,7 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         Route(c + "/frames/{seq:int}", detail),
         Route(c + "/frames/{seq:int}/raw", raw),
         Route(f"{c}/findings", findings),
+        Route(f"{c}/sessions", sessions),
         Route(f"{c}/sequence", sequence),
         Route(f"{c}/conversation", conversation),
         Route(f"{c}/latency", latency),

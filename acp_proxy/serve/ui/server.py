@@ -23,6 +23,7 @@ from acp_proxy.stderr import Reporter
 
 LOOPBACK = "127.0.0.1"
 WATCH_S = 0.5
+SWITCH_INTERVAL_S = 0.0005
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +51,13 @@ def address(host: str, port: int, token: str) -> str:
 
 def serve(make_app: Callable[[str, int], Any], options: ServeOptions, report: Reporter) -> None:
     """Bind, build the app for the bound port (``make_app(host, port)``), serve until stopped."""
+    import sys
+
     import uvicorn
 
+    # Requests wait for the interpreter after every SQLite call; beside the background checker
+    # the default 5 ms hand-over made each of those waits long (a convoy).
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     try:
         sock = bind(options.host, options.port)
     except OSError as error:

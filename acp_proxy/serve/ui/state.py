@@ -34,8 +34,9 @@ from acp_proxy.store.ui_reads import UiFilter
 SCAN_STEP = 200_000
 FIRST_STEP = 2_000
 SCAN_BUDGET_S = 0.25
-CHECK_STEP = 20_000
+CHECK_STEP = 2_000
 CHECK_PAUSE_S = 0.2
+CHECK_YIELD_S = 0.005
 FILTERED_INDEXES = 16
 RULE_INFO: dict[str, RuleInfo] = {info.id: info for info in RULES}
 
@@ -92,34 +93,39 @@ class Inspector:
         self._conversations: dict[int, _Conversation] = {}
         self._answers: dict[tuple[int, int], tuple[int, Any]] = {}  # (cid, seq) -> (seen, ans)
         self._checking: set[int] = set()
-        self._overviews: dict[int, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+        self._counts: dict[int, tuple[int, int, int, int]] = {}  # last seq, turns, errors, bad
 
     # ------------------------------------------------------------------ recordings
 
+    def head(self, connection_id: int) -> dict[str, Any] | None:
+        """A connection's row and first and last frames (no scan of its frames)."""
+        return ui_reads.connection_head(self.db.get(), connection_id)
+
+    def exists(self, connection_id: int) -> bool:
+        row = self.db.get().execute("SELECT 1 FROM connection WHERE id = ?", (connection_id,))
+        return row.fetchone() is not None
+
     def overview(self, connection_id: int) -> dict[str, Any] | None:
-        db = self.db.get()
-        states = {i: (s, n) for i, s, n in ui_reads.connection_states(db) if i == connection_id}
-        state = states.get(connection_id)
-        if state is None:
-            return None
-        cached = self._overviews.get(connection_id)
-        if cached is not None and cached[0] == state:
-            return cached[1]
-        found = ui_reads.connection_overview(db, connection_id)
+        """``head`` plus turns, errors and malformed frames, counted once per frame."""
+        found = self.head(connection_id)
         if found is None:
             return None
+        db = self.db.get()
         with self._lock:
-            self._overviews[connection_id] = (state, found)
+            counted = self._counts.get(connection_id, (0, 0, 0, 0))
+        if counted[0] < found["last_seq"]:
+            last, turns, errors, malformed = ui_reads.frame_counts(db, connection_id, counted[0])
+            counted = (last, counted[1] + turns, counted[2] + errors, counted[3] + malformed)
+            with self._lock:
+                self._counts[connection_id] = counted
+        found.update(turns=counted[1], errors=counted[2], malformed=counted[3],
+                     sessions=ui_reads.sessions(db, connection_id))  # fmt: skip
         return found
 
     def overviews(self) -> list[dict[str, Any]]:
         db = self.db.get()
-        out = []
-        for connection_id, _, _ in ui_reads.connection_states(db):
-            found = self.overview(connection_id)
-            if found is not None:
-                out.append(found)
-        return out
+        found = (self.overview(i) for i in ui_reads.connection_ids(db))
+        return [f for f in found if f is not None]
 
     # ------------------------------------------------------------------ timeline
 
@@ -178,7 +184,6 @@ class Inspector:
             window = [index.row(i) for i in range(max(0, offset), min(total, offset + limit))]
             scanned = index.scanned_seq
         found = ui_reads.summaries_at(db, connection_id, [start for start, _, _ in window])
-        marks = self.finding_seqs(connection_id)
         rows = []
         for position, (start, end, count) in enumerate(window, start=max(0, offset)):
             record = found.get(start)
@@ -199,9 +204,6 @@ class Inspector:
             elif record.get("request_seq") is not None:
                 row["pair_seq"] = record["request_seq"]
                 row["latency_ns"] = record.get("latency_ns")
-            hits = [m for m in marks if start <= m[0] <= end]
-            if hits:
-                row["findings"] = [{"rule": r, "severity": s} for _, r, s in hits]
             rows.append(row)
         return {
             "total": total, "complete": timeline.complete, "caught_up": timeline.caught_up,
@@ -209,18 +211,19 @@ class Inspector:
             "offset": offset, "rows": rows,
         }  # fmt: skip
 
-    def locate(self, connection_id: int, where: UiFilter, seq: int) -> int | None:
+    def locate(self, connection_id: int, where: UiFilter, seq: int) -> dict[str, Any]:
         """The row index of frame ``seq`` under ``where`` (indexing up to it if needed)."""
         timeline = self._timeline(connection_id, where)
         while True:
             with timeline.lock:
                 found = timeline.index.find(seq)
-                if found is not None or timeline.index.scanned_seq >= seq or timeline.complete:
-                    return found
                 before = timeline.index.scanned_seq
+                if found is not None or before >= seq or timeline.caught_up:
+                    return {"index": found, "total": len(timeline.index),
+                            "caught_up": timeline.caught_up}  # fmt: skip
             self.extend(connection_id, where, len(timeline.index) + 1, scan=True)
             if timeline.index.scanned_seq == before:
-                return None
+                return {"index": None, "total": len(timeline.index), "caught_up": True}
 
     def answer(self, connection_id: int, request_seq: int) -> dict[str, Any] | None:
         """The response to a request (cached; looked for again only when frames were added)."""
@@ -248,15 +251,19 @@ class Inspector:
                 found = self.findings(connection_id)
                 if found["complete"] and found["finished"]:
                     return
-                if found["complete"]:
-                    time.sleep(CHECK_PAUSE_S)
+                # Between steps the requests have the interpreter to themselves for a moment.
+                time.sleep(CHECK_PAUSE_S if found["complete"] else CHECK_YIELD_S)
 
         threading.Thread(
             target=run, name=f"acp-proxy-ui-check-{connection_id}", daemon=True
         ).start()
 
     def findings(self, connection_id: int, *, step: bool = True) -> dict[str, Any]:
-        """Findings of the rule engine so far; ``step``: check up to ``CHECK_STEP`` more frames."""
+        """Findings of the rule engine so far; ``step``: check up to ``CHECK_STEP`` more frames.
+
+        ``complete``: every frame committed so far is checked; ``finished``: the connection
+        has ended and so have its checks.
+        """
         db = self.db.get()
         with self._lock:
             state = self._findings.get(connection_id)
@@ -268,30 +275,23 @@ class Inspector:
                 )  # fmt: skip
                 state = self._findings[connection_id] = _Findings(checker)
         with state.lock:
-            status = store_read.status(db, connection_id)
-            count = 0
-            records = ui_reads.raw_frames(db, connection_id, state.checked_seq, CHECK_STEP)
-            for record in records if step and not state.finished else ():
-                count += 1
-                state.checked_seq = record.seq
-                state.found += [_finding(f) for f in state.checker.observe(record)]
-            complete = state.finished or (step and count < CHECK_STEP)
-            if step and complete and status != "running" and not state.finished:
-                state.finished = True
-                state.found += [_finding(f) for f in state.checker.finish()]
+            status = store_read.status(db, connection_id)  # read first: frames land before it
+            if step and not state.finished:
+                count = 0
+                for record in ui_reads.raw_frames(db, connection_id, state.checked_seq, CHECK_STEP):
+                    count += 1
+                    state.checked_seq = record.seq
+                    state.found += [_finding(f) for f in state.checker.observe(record)]
+                if count < CHECK_STEP and status != "running":
+                    state.finished = True
+                    state.found += [_finding(f) for f in state.checker.finish()]
+            complete = state.finished or state.checked_seq >= store_read.last_seq(db, connection_id)
             return {
                 "findings": list(state.found), "checked_seq": state.checked_seq,
                 "complete": complete, "finished": state.finished,
                 "schemas": self.schemas is not None,
                 "stored": ui_reads.stored_findings(db, connection_id),
             }  # fmt: skip
-
-    def finding_seqs(self, connection_id: int) -> list[tuple[int, str, str]]:
-        state = self._findings.get(connection_id)
-        if state is None:
-            return []
-        with state.lock:
-            return [(f["seq"], f["rule"], f["severity"]) for f in state.found if f["seq"]]
 
     # ------------------------------------------------------------------ conversation
 

@@ -150,8 +150,36 @@ function showCurrent() {
   const o = state.overview;
   $("#current").textContent = o ? `#${o.id} ${o.label || ""} ${peer(o.agent_info, o.argv)}` : "";
   $("#live").hidden = !(o && o.status === "running");
-  const sessions = $("#sessions");
-  sessions.replaceChildren(...(o ? o.sessions : []).map((s) => el("option", { value: s })));
+}
+
+// Findings of the rule engine, checked in the background by the server: polled until the
+// connection has ended and been checked to its end.
+const findings = { cid: null, bySeq: new Map(), count: 0, timer: null, listeners: new Set() };
+function followFindings(cid) {
+  if (findings.cid === cid) return;
+  clearTimeout(findings.timer);
+  Object.assign(findings, { cid, bySeq: new Map(), count: 0 });
+  const poll = async () => {
+    if (findings.cid !== cid) return;
+    let got;
+    try { got = await api(`connections/${cid}/findings`, { since: findings.count }); } catch (e) { return; }
+    if (findings.cid !== cid) return;
+    findings.count += got.findings.length;
+    for (const f of got.findings) {
+      if (f.seq === null) continue;
+      if (!findings.bySeq.has(f.seq)) findings.bySeq.set(f.seq, []);
+      findings.bySeq.get(f.seq).push(f);
+    }
+    if (got.findings.length) findings.listeners.forEach((fn) => fn());
+    if (!got.finished) findings.timer = setTimeout(poll, got.complete ? 1000 : 300);
+  };
+  poll();
+}
+async function loadSessions(cid) {
+  try {
+    const found = await api(`connections/${cid}/sessions`);
+    $("#sessions").replaceChildren(...found.map((s) => el("option", { value: s })));
+  } catch (e) { /* the list stays empty */ }
 }
 
 // ---------------------------------------------------------------------------- live events
@@ -335,9 +363,11 @@ function timelineView() {
           ? [el("span", { class: "toggle", "data-run": row.first_seq }, (open ? "▾ " : "▸ ") + row.count + " chunks"), row.frame.update_kind + ": ", row.text || ""]
           : [row.frame.update_kind ? row.frame.update_kind + ": " : "", row.frame.preview || ""];
         const [cls, parts] = cells(row.frame, what, row.latency_ns);
-        node = el("div", { class: cls + (row.findings ? " has-finding" : "") + (row.count > 1 ? " run" : ""),
+        const marks = [];
+        for (let s = row.first_seq; s <= row.last_seq && s - row.first_seq < 1000; s++) marks.push(...(findings.bySeq.get(s) || []));
+        node = el("div", { class: cls + (marks.length ? " has-finding" : "") + (row.count > 1 ? " run" : ""),
           "data-seq": row.frame.seq, "data-last": row.last_seq, "data-count": row.count,
-          title: row.findings ? row.findings.map((f) => f.rule + " " + f.severity).join(", ") : null }, parts);
+          title: marks.length ? marks.map((f) => `${f.rule} (${f.severity}): ${f.message}`).join("\n") : null }, parts);
         node.addEventListener("click", (event) => {
           if (row.count > 1 && (event.target.classList.contains("toggle") || !open)) {
             if (open) expanded.delete(at.row); else expanded.set(at.row, { row, subs: new Map(), loading: new Set() });
@@ -400,21 +430,26 @@ function timelineView() {
     follow = state.overview && state.overview.status === "running" && !state.params.get("f");
     if (follow) refresh();
     render();
+    followFindings(cid);
+    findings.listeners.add(render);
+    loadSessions(cid);
     const f = state.params.get("f");
     if (f) view.focus(Number(f));
   };
   const view = {
-    leave() { alive = false; },
+    leave() { alive = false; findings.listeners.delete(render); },
     frame(frame) { if (frame.connection_id === cid) refresh(); },
     async focus(seq) {
       selected = seq;
       showFrame(cid, seq);
       const found = await api(`connections/${cid}/locate`, { ...where, seq });
-      if (found.index === null || !alive) { render(); return; }
+      if (!alive) return;
+      accept({ total: Math.max(total, found.total), caught_up: found.caught_up && caughtUp, complete });
+      if (found.index === null) { render(); return; }
       const v = visualOf(found.index);
       if (v * ROW_H < scroller.scrollTop || v * ROW_H > scroller.scrollTop + scroller.clientHeight - ROW_H) {
         follow = false;
-        spacer.style.height = Math.max(visualTotal(), v + 1) * ROW_H + "px";
+        spacer.style.height = visualTotal() * ROW_H + "px";
         scroller.scrollTop = Math.max(0, v * ROW_H - scroller.clientHeight / 3);
       }
       render();
