@@ -20,6 +20,7 @@ from acp_proxy.cli.main import db_option, report, resolve_db
 from acp_proxy.errors import AcpProxyError
 
 EXIT_USAGE = 2
+DATABASE_WAIT_S = 60.0
 
 
 @click.command("ui")
@@ -64,6 +65,8 @@ def ui_command(
     from acp_proxy.store.database import resolve_ref
 
     initial: dict[str, Any] = {}
+    if watch_pid is not None:
+        _wait_for_database(resolve_db(db), watch_pid)
     try:
         if ref is not None and is_recording_file(ref):
             db_path, episodes = recording_file_episodes(ref)
@@ -92,3 +95,23 @@ def ui_command(
     if open_browser is None:
         open_browser = sys.stdout.isatty() and watch_pid is None
     serve(make_app, ServeOptions(host, port, open_browser, watch_pid), report)
+
+
+def _wait_for_database(path: Path, pid: int) -> None:
+    """Beside ``record``: its recorder process creates the database a moment after we start."""
+    import os
+    import time
+
+    from acp_proxy.store.ui_reads import is_ready
+
+    deadline = time.monotonic() + DATABASE_WAIT_S
+    while time.monotonic() < deadline:
+        if is_ready(path):
+            return
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            sys.exit(0)  # the recording is over before it began
+        except PermissionError:
+            pass
+        time.sleep(0.05)

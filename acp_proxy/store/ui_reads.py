@@ -18,6 +18,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -83,6 +84,21 @@ class UiFilter:
 
 
 # --------------------------------------------------------------------------- the database
+
+
+def is_ready(path: Path) -> bool:
+    """Whether a recording database exists at ``path`` with its tables made."""
+    if not path.is_file():
+        return False
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            db.execute("SELECT 1 FROM connection LIMIT 1").fetchall()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return False
+    return True
 
 
 def data_version(db: sqlite3.Connection) -> int:
@@ -304,6 +320,15 @@ def protocol_frames(
         (connection_id, after_seq, limit),
     )
     return _summaries(cursor)
+
+
+def newest_frame(db: sqlite3.Connection, connection_id: int) -> dict[str, Any] | None:
+    """The id and seq of a connection's newest frame (None: it has none)."""
+    row = db.execute(
+        "SELECT id, seq FROM frame WHERE connection_id = ? ORDER BY seq DESC LIMIT 1",
+        (connection_id,),
+    ).fetchone()
+    return None if row is None else {"id": int(row[0]), "seq": int(row[1])}
 
 
 def tail(

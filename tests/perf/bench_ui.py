@@ -328,9 +328,10 @@ def forwarding(folder: Path, repeat: int, count: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.perf.bench_ui", description=__doc__)
-    parser.add_argument("--frames", type=int, nargs="+", default=[100_000, 1_000_000])
+    parser.add_argument("--frames", type=int, nargs="*", default=[100_000, 1_000_000],
+                        help="recording sizes for the first screen (none: skip it)")  # fmt: skip
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--live", type=int, default=200)
+    parser.add_argument("--live", type=int, default=200, help="frames (0: skip)")
     parser.add_argument("--forward-repeat", type=int, default=5)
     parser.add_argument("--forward-count", type=int, default=300_000)
     parser.add_argument("--json", type=Path)
@@ -346,21 +347,24 @@ def main(argv: list[str] | None = None) -> int:
             report["first_screen"] = [
                 first_screen(browser, folder, n, args.repeat) for n in args.frames
             ]
-            report["live"] = live_delay(browser, folder, args.live)
+            if args.live:
+                report["live"] = live_delay(browser, folder, args.live)
             browser.close()
         if args.forward_repeat:
             report["forwarding"] = forwarding(folder, args.forward_repeat, args.forward_count)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    print("| frames | database | first screen (page) | first rows (API) | jump to middle |")
-    print("|---:|---:|---:|---:|---:|")
+    if report["first_screen"]:
+        print("| frames | database | first screen (page) | first rows (API) | jump to middle |")
+        print("|---:|---:|---:|---:|---:|")
     for part in report["first_screen"]:
         page, api, jump = (median(part[k]) for k in ("page_ms", "api_ms", "jump_ms"))
         print(f"| {part['frames']:,} | {part['db_mb']:.0f} MB | {page:.0f} ms | {api:.0f} ms "
               f"| {jump:.0f} ms |")  # fmt: skip
-    live = report["live"]["delays_ms"]
-    print(f"\nlive delay, commit to page, {len(live)} frames: median {median(live):.0f} ms, "
-          f"p95 {percentile(live, 95):.0f} ms, max {max(live):.0f} ms")  # fmt: skip
+    if "live" in report:
+        live = report["live"]["delays_ms"]
+        print(f"\nlive delay, commit to page, {len(live)} frames: median {median(live):.0f} ms, "
+              f"p95 {percentile(live, 95):.0f} ms, max {max(live):.0f} ms")  # fmt: skip
     if "forwarding" in report:
         f = report["forwarding"]
         print(f"\nforwarding {f['count']:,} small frames, {len(f['ratios'])} repeats: "

@@ -204,8 +204,9 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
             target = int(cid) if cid else None
         except ValueError:
             raise HTTPException(400, "connection and after must be integers") from None
+        frames = request.query_params.get("frames", "1") != "0"
         return StreamingResponse(
-            events.stream(inspector, target, after), media_type="text/event-stream",
+            events.stream(inspector, target, after, frames), media_type="text/event-stream",
             headers={"cache-control": "no-store", "x-accel-buffering": "no"},
         )  # fmt: skip
 

@@ -247,6 +247,7 @@ class Inspector:
             self._checking.add(connection_id)
 
         def run() -> None:
+            _lower_priority()
             while True:
                 found = self.findings(connection_id)
                 if found["complete"] and found["finished"]:
@@ -310,6 +311,20 @@ class Inspector:
                 state.transcript.apply(frame)
                 state.applied_seq = frame.seq
             return state.transcript.view()
+
+
+def _lower_priority() -> None:
+    """Give this thread the lowest CPU priority (Linux: nice is per thread), so that checking
+    a fast live recording never takes CPU from the proxy forwarding it."""
+    import os
+
+    native = getattr(threading, "get_native_id", None)
+    if native is None or not hasattr(os, "setpriority"):
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, native(), 19)
+    except OSError:
+        return
 
 
 def _finding(finding: Any) -> dict[str, Any]:

@@ -12,6 +12,7 @@
 "use strict";
 
 const ROW_H = 22;
+const REFRESH_MS = 200;  // a live view reads new rows at most this often
 const PAGE = 100;
 const $ = (selector) => document.querySelector(selector);
 
@@ -193,13 +194,14 @@ function openStream(cid) {
   if (cid) {
     params.set("connection", cid);
     params.set("after", state.overview ? state.overview.last_frame_id : 0);
+    params.set("frames", "0");  // only how far it got: the views read what they show
   }
   state.sourceKey = key;
   state.source = new EventSource("api/events?" + params);
-  state.source.addEventListener("frame", (event) => {
-    const frame = JSON.parse(event.data);
+  state.source.addEventListener("progress", (event) => {
+    const progress = JSON.parse(event.data);
     state.lastFrameId = Number(event.lastEventId);
-    if (current && current.frame) current.frame(frame);
+    if (current && current.frame) current.frame({ connection_id: cid, seq: progress.seq });
   });
   state.source.addEventListener("connections", () => {
     clearTimeout(refreshListTimer);
@@ -396,13 +398,18 @@ function timelineView() {
     selected = seq;
     setHash({ f: seq });
   }
+  let lastRefresh = 0;
   async function refresh() {
-    // Brings the end of the index up to date (new frames, or a large recording still being indexed).
+    // Brings the end of the index up to date (new frames, or a large recording still being
+    // indexed), at most every REFRESH_MS while frames keep coming.
     if (refreshing) { again = true; return; }
     refreshing = true;
     try {
       do {
         again = false;
+        const wait = lastRefresh + REFRESH_MS - Date.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        lastRefresh = Date.now();
         const last = Math.max(0, total - 1);
         const got = await api(`connections/${cid}/rows`, { ...where, offset: last - (last % PAGE), limit: PAGE, scan: caughtUp ? "" : "1" });
         if (!alive) return;
@@ -527,7 +534,7 @@ function sequenceView() {
   const host = el("div", { id: "sequence" });
   const more = el("button", { class: "more" }, "more");
   root.append(el("div", { class: "toolbar" }, "client (left) ⇄ agent (right); a request and its response share a colour; dashed: notifications; gaps over 1 s compressed"), host, more);
-  let after = 0, lastNs = null, alive = true, busy = false, done = false;
+  let after = 0, lastNs = null, alive = true, busy = false, done = false, pending = null;
   function colourOf(seq) { return COLOURS[seq % COLOURS.length]; }
   async function load() {
     if (busy || !alive) return;
@@ -581,7 +588,10 @@ function sequenceView() {
   load();
   return {
     leave() { alive = false; },
-    frame(frame) { if (frame.connection_id === cid && frame.direction !== "stderr") { done = false; load(); } },
+    frame(frame) {
+      if (frame.connection_id !== cid || pending) return;
+      pending = setTimeout(() => { pending = null; done = false; load(); }, 300);
+    },
     focus(seq) { showFrame(cid, seq); },
   };
 }
@@ -632,7 +642,7 @@ function conversationView() {
   load();
   return {
     leave() { alive = false; },
-    frame(frame) { if (frame.connection_id === cid) { clearTimeout(timer); timer = setTimeout(load, 150); } },
+    frame(frame) { if (frame.connection_id === cid && timer === null) timer = setTimeout(() => { timer = null; load(); }, 500); },
     focus(seq) { showFrame(cid, seq); },
   };
 }
