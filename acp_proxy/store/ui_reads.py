@@ -223,37 +223,6 @@ def scan_keys(
     ).fetchall()
 
 
-# A chunk's run key, as serve/ui/rows.py's ``chunk_key`` spells it: fields joined by \x1f,
-# an absent session or message id as \x1e.
-_RUN_KEY = (
-    "CASE WHEN substr(f.update_kind, -6) = '_chunk' THEN f.direction || char(31) || "
-    "coalesce(f.session_id, char(30)) || char(31) || f.update_kind || char(31) || "
-    "coalesce(f.message_id, char(30)) END"
-)
-
-
-def scan_runs(
-    db: sqlite3.Connection, connection_id: int, where: UiFilter, after_seq: int, limit: int
-) -> list[tuple[int, int, int, str | None]]:
-    """The next ``limit`` frames after ``after_seq`` passing ``where``, as timeline rows.
-
-    Each row is ``(first seq, last seq, frames, run key)``: consecutive chunks with one run
-    key are one row (the key is None for frames that are never in a run). SQLite groups them,
-    so only rows reach Python. The first row may continue the caller's last one.
-    """
-    clauses, values = where.where()
-    return db.execute(
-        f"WITH picked AS (SELECT f.seq AS seq, {_RUN_KEY} AS k FROM frame f "
-        f"WHERE f.connection_id = ? AND f.seq > ?{clauses} ORDER BY f.seq LIMIT ?), "
-        "marked AS (SELECT seq, k, CASE WHEN k IS NOT NULL AND k = lag(k) OVER (ORDER BY seq) "
-        "THEN 0 ELSE 1 END AS start FROM picked), "
-        "grouped AS (SELECT seq, k, sum(start) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) "
-        "AS g FROM marked) "
-        "SELECT min(seq), max(seq), count(*), k FROM grouped GROUP BY g ORDER BY g",
-        (connection_id, after_seq, *values, limit),
-    ).fetchall()
-
-
 def _previewed(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
     out = []
     width = len(SUMMARY_COLUMNS)

@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import re
-import tempfile
-from pathlib import Path
-from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_proxy.serve.ui.present import segments
 from acp_proxy.serve.ui.rows import RowIndex
-from acp_proxy.store.database import NewConnection, RecordingWriter, connect
-from acp_proxy.store.ui_reads import UiFilter, scan_runs
 
 KINDS = st.sampled_from(["agent_message_chunk", "agent_thought_chunk", "tool_call", None])
 FRAME = st.tuples(st.sampled_from(["a2c", "c2a", "stderr"]), st.sampled_from(["s", "t"]),
@@ -93,34 +88,3 @@ def test_invalid_utf8_and_terminal_escapes() -> None:
     assert segments(b"ok \xff\xfe\x1b[31m\n") == [("ok ", False), ("\\xff\\xfe\\x1b", True),
                                                  ("[31m", False), ("\\n", True)]  # fmt: skip
     assert segments("café ✓".encode()) == [("café ✓", False)]
-
-
-@settings(max_examples=40, deadline=None)
-@given(st.lists(FRAME, max_size=60), st.integers(1, 25))
-def test_the_store_groups_runs_as_the_index_does(keys: list, step: int) -> None:
-    """store.ui_reads.scan_runs (SQL) and RowIndex.feed (Python) make the same rows."""
-    with tempfile.TemporaryDirectory() as folder:
-        db = connect(Path(folder) / "r.sqlite")
-        writer = RecordingWriter.start(db, NewConnection(["a"], "/", "t", 1))
-        writer.append([_record(seq, *key) for seq, *key in frames(keys)])
-        grouped = RowIndex()
-        while True:
-            runs = scan_runs(db, writer.connection_id, UiFilter(), grouped.scanned_seq, step)
-            if grouped.feed_runs(runs) < step:
-                break
-        db.close()
-    plain = RowIndex()
-    plain.feed(frames(keys))
-    assert [grouped.row(i) for i in range(len(grouped))] == rows_of(keys)
-    assert [plain.row(i) for i in range(len(plain))] == rows_of(keys)
-
-
-def _record(seq: int, direction: str, session: str, kind: str | None, message: str | None) -> Any:
-    from acp_proxy.protocol.observer import FrameRecord
-
-    fields = dict.fromkeys(FrameRecord._fields)
-    fields.update(seq=seq, direction=direction, mono_ns=seq, wall_ns=seq, offset=0, size=1,
-                  raw=b"x", kind="notification", session_id=session, update_kind=kind,
-                  message_id=message, bad_json=0, bad_utf8=0, not_jsonrpc=0, batch=0,
-                  no_newline=0)  # fmt: skip
-    return FrameRecord(**fields)

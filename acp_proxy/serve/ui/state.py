@@ -158,8 +158,8 @@ class Inspector:
             status = store_read.status(db, connection_id)  # read first: frames land before it
             step = FIRST_STEP
             while True:
-                runs = ui_reads.scan_runs(db, connection_id, where, index.scanned_seq, step)
-                if index.feed_runs(runs) < step:
+                keys = ui_reads.scan_keys(db, connection_id, where, index.scanned_seq, step)
+                if index.feed(keys) < step:
                     timeline.caught_up = True
                     timeline.complete = status != "running"
                     break
