@@ -61,21 +61,20 @@ def ui_command(
     from acp_proxy.serve.ui.security import Gate, allowed_hosts, new_token
     from acp_proxy.serve.ui.server import ServeOptions, address, serve
     from acp_proxy.serve.ui.state import Database, Inspector, load_schemas
-    from acp_proxy.share.bundle import is_recording_file, recording_file_episodes
-    from acp_proxy.store.database import resolve_ref
+    from acp_proxy.store.refs import open_ref
 
     initial: dict[str, Any] = {}
     if watch_pid is not None:
         _wait_for_database(resolve_db(db), watch_pid)
     try:
-        if ref is not None and is_recording_file(ref):
-            db_path, episodes = recording_file_episodes(ref)
-            initial = {"connection": episodes[0], "source": ref}
-        else:
-            db_path = resolve_db(db)
-            database = Database(db_path)
-            if ref is not None:
-                initial = {"connection": resolve_ref(database.get(), ref)}
+        db_path = resolve_db(db)
+        if ref is not None:
+            opened = open_ref(ref, db_path, episodes=True)
+            db_path = opened.path
+            initial = {"connection": opened.connection_id}
+            if opened.from_file:
+                initial["source"] = ref
+            opened.db.close()
         database = Database(db_path)
     except AcpProxyError as error:
         report(str(error))
