@@ -116,8 +116,10 @@ def chromium() -> str:
     return CHROMIUM
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(chromium: str) -> Iterator[Any]:
+    # Per module: Playwright's sync API keeps an event loop running in this thread while it is
+    # open, and other modules here (the MCP server's tests) call asyncio.run.
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
