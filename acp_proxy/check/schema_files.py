@@ -186,3 +186,14 @@ def origin_text(described: dict[str, Any]) -> str:
         return f"{described['package']} {described['version']}"
     digests = ", ".join(f"{name} {digest[:12]}" for name, digest in described["files"].items())
     return f"schemas given with --schema-dir ({digests})"
+
+
+def load_documents(
+    explicit: Path | None = None, environ: Mapping[str, str] = os.environ
+) -> dict[tuple[int, str], Any]:
+    """The verified schema documents (for field descriptions); ``SchemasUnavailable`` if none."""
+    folder = find_schema_dir(explicit, environ)
+    if not folder.is_dir():
+        raise SchemasUnavailable(f"schema folder {folder} does not exist: {HOW_TO_GET}")
+    documents, _ = verify(folder)
+    return documents

@@ -10,10 +10,10 @@ Rules:
   number (the agent would read our stop pipe as its stdin, and our words would go into it).
 - Only the unambiguous form is launched early: ``record`` first, then only options this module
   understands exactly as the command does (``--db``, ``--label``, ``--grace``,
-  ``--max-recorder-wait``, with a value after a space or ``=``; the flags ``--check`` and
-  ``--otlp-content``; ``--otlp`` alone or with a URL after ``=`` or a space), then ``--`` and a
-  command. Anything else (``--help``, an unknown or malformed option, ``--otlp`` without the
-  ``otel`` extra) goes through the command line as usual, which also reports mistakes.
+  ``--max-recorder-wait``, with a value after a space or ``=``; the flags ``--check``, ``--ui``
+  and ``--otlp-content``; ``--otlp`` alone or with a URL after ``=`` or a space), then ``--``
+  and a command. Anything else (``--help``, an unknown or malformed option, ``--otlp`` without
+  the ``otel`` extra) goes through the command line as usual, which also reports mistakes.
 - That form is then run without the command-line library at all (its options were just read
   here, exactly as the command would read them: tests/test_record.py compares the two), which
   keeps its import time and memory out of every proxied session. Everything else goes through
@@ -34,7 +34,7 @@ from acp_proxy.stderr import report
 
 # The options of ``record`` that the early launch understands (tests check they still exist).
 EARLY_OPTIONS = ("--db", "--label", "--grace", "--max-recorder-wait")
-EARLY_FLAGS = ("--check", "--otlp-content")
+EARLY_FLAGS = ("--check", "--otlp-content", "--ui")
 OPTIONAL_VALUE = "--otlp"  # a flag, or an option with a value (as click reads it)
 
 
@@ -47,6 +47,7 @@ class EarlyRecord(NamedTuple):
     otlp: str | None = None
     otlp_content: bool = False
     max_recorder_wait: float = DEFAULT_MAX_WAIT
+    ui: bool = False
 
 
 def open_missing_standard_fds() -> None:
@@ -109,7 +110,7 @@ def early_record_settings(args: Sequence[str]) -> EarlyRecord | None:
     configured = values.get("--db") or os.environ.get(DB_ENV)
     return EarlyRecord(
         agent, configured or default_db_file(), values.get("--label"), grace, "--check" in values,
-        otlp, "--otlp-content" in values, max_wait,
+        otlp, "--otlp-content" in values, max_wait, "--ui" in values,
     )  # fmt: skip
 
 
@@ -134,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         options = RecordOptions(
             settings.agent, Path(settings.db_path), label=settings.label, grace=settings.grace,
             check=settings.check, otlp=settings.otlp, otlp_content=settings.otlp_content,
-            max_recorder_wait=settings.max_recorder_wait,
+            max_recorder_wait=settings.max_recorder_wait, ui=settings.ui,
         )  # fmt: skip
         sys.exit(record(options, report, launched))
     from acp_proxy.cli.main import main as command_line

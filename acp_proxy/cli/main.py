@@ -60,6 +60,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "replay": "acp_proxy.cli.replay:replay_command",
     "redact": "acp_proxy.cli.share:redact_command",
     "bundle": "acp_proxy.cli.share:bundle_command",
+    "ui": "acp_proxy.cli.ui:ui_command",
 }
 
 
@@ -193,6 +194,12 @@ def main() -> None:
     "temporary folder full); past it, frames are left out of the recording and counted, and "
     "forwarding goes on. `inf`: never leave a frame out, wait as long as it takes.",
 )
+@click.option(
+    "--ui",
+    is_flag=True,
+    help="Also serve the web inspector (`acp-proxy ui`) on a free loopback port, in a process "
+    "of its own that only reads the database; its address is said on stderr.",
+)
 @click.argument("agent_command", nargs=-1, required=True, type=click.UNPROCESSED)
 def record(
     db: Path | None,
@@ -202,6 +209,7 @@ def record(
     otlp: str | None,
     otlp_content: bool,
     max_recorder_wait: float,
+    ui: bool,
     agent_command: tuple[str, ...],
 ) -> None:
     """Run AGENT_COMMAND behind the proxy and record the conversation.
@@ -223,7 +231,7 @@ def record(
         require_otel()
     options = RecordOptions(
         agent_command, resolve_db(db), label=label, grace=grace, check=check, otlp=otlp,
-        otlp_content=otlp_content, max_recorder_wait=max_recorder_wait,
+        otlp_content=otlp_content, max_recorder_wait=max_recorder_wait, ui=ui,
     )  # fmt: skip
     sys.exit(run_record(options, report))
 

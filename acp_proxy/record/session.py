@@ -12,10 +12,16 @@ Rules:
   how the recording ended is said by ``Recording.finish`` (recording.py), as for every
   recording.
 - The exit status is the agent's (128+N for signal N).
+- ``--ui`` starts ``acp-proxy ui`` as a child process once bytes flow: it gets no stdin and no
+  stdout (the protocol channel), only stderr for its address, and reads the database on its
+  own; it ends when the proxy does. It cannot fail the recording: a failure is said once.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,6 +42,7 @@ class RecordOptions:
     label: str | None = None
     grace: float = DEFAULT_GRACE
     check: bool = False
+    ui: bool = False
     flush_deadline: float = FLUSH_DEADLINE
     otlp: str | None = None  # ``--otlp [URL]``: "" for the environment's endpoint
     otlp_content: bool = False
@@ -65,6 +72,7 @@ def record(options: RecordOptions, report: Reporter, launched: Launched | None =
         report(str(failure))
         _record_spawn_failure(options, str(failure), launched.clock_origin[1], report)
         return failure.exit_status
+    inspector = _start_ui(options.db_path, report) if options.ui else None
     import gc
 
     from acp_proxy.record.relay import relay
@@ -82,7 +90,22 @@ def record(options: RecordOptions, report: Reporter, launched: Launched | None =
     recording.finish(
         exit_code=ended.exit_code, exit_signal=ended.signal, deadline=options.flush_deadline
     )
+    if inspector is not None and inspector.poll() is None:
+        inspector.terminate()
     return ended.exit_status
+
+
+def _start_ui(db_path: Path, report: Reporter) -> subprocess.Popen[bytes] | None:
+    """``acp-proxy ui`` beside this recording (see the module rules)."""
+    argv = [sys.executable, "-m", "acp_proxy", "ui", "--db", str(db_path), "--no-open"]
+    argv += ["--watch-pid", str(os.getpid())]
+    try:
+        return subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, close_fds=True
+        )
+    except OSError as error:
+        report(f"cannot start the ui: {error}")
+        return None
 
 
 def _record_spawn_failure(

@@ -425,6 +425,7 @@ def test_agent_command_without_double_dash(db_path: Path) -> None:
         ["--label=l", "--grace", "0.5"],
         ["--grace=0", "--db", "sub/dir/r.sqlite"],
         ["--check", "--label", "x"],
+        ["--ui", "--db", "x.sqlite"],
     ],
 )
 def test_early_launch_reads_options_exactly_as_the_command_does(
@@ -444,9 +445,11 @@ def test_early_launch_reads_options_exactly_as_the_command_does(
     early = early_record_settings(args)
     assert early is not None
     (through_click,) = seen
-    assert (early.agent, Path(early.db_path), early.label, early.grace, early.check) == (
+    assert (
+        early.agent, Path(early.db_path), early.label, early.grace, early.check, early.ui
+    ) == (
         list(through_click.agent_argv), through_click.db_path, through_click.label,
-        through_click.grace, through_click.check,
+        through_click.grace, through_click.check, through_click.ui,
     )  # fmt: skip
 
 

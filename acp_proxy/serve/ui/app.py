@@ -1,0 +1,364 @@
+"""The inspector's routes: the page, its assets, the JSON endpoints and the event stream.
+
+Rules:
+- Every route reads; database work runs in worker threads (``run_in_threadpool``), so a slow
+  query never holds up the event stream of another page.
+- Answers are JSON (orjson); recorded strings are passed on as strings, bytes as text
+  ``segments`` (present.py). A frame's exact bytes are also served as a download.
+- Bad parameters are 400 with one line; an unknown connection or frame is 404.
+- The app is built by ``create_app`` around an ``Inspector``; ``security.Gate`` wraps it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from acp_proxy import __version__
+from acp_proxy.errors import AcpProxyError, UnknownRecording
+from acp_proxy.inspect.render import words
+from acp_proxy.serve.ui import events, present
+from acp_proxy.serve.ui.state import Inspector
+from acp_proxy.store import readers as store_read
+from acp_proxy.store import ui_reads
+from acp_proxy.store.ui_reads import UiFilter
+
+STATIC = Path(__file__).parent / "static"
+MAX_LIMIT = 2000
+TREE_BYTES = 4 * 1024 * 1024
+SHOWN_BYTES = 1024 * 1024
+DIFF_ITEMS = 5000
+
+
+class Json(Response):
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content, option=orjson.OPT_NON_STR_KEYS, default=str)
+
+
+def _int(request: Request, name: str, default: int, low: int = 0, high: int = 2**62) -> int:
+    value = request.query_params.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise HTTPException(400, f"{name} must be an integer") from None
+    return max(low, min(high, number))
+
+
+def _filter(request: Request) -> UiFilter:
+    q = request.query_params
+    direction = q.get("direction") or None
+    if direction is not None and direction not in store_read.DIRECTIONS:
+        raise HTTPException(400, "direction must be c2a, a2c or stderr")
+    return UiFilter(
+        direction=direction, kind=q.get("kind") or None, method=q.get("method") or None,
+        session=q.get("session") or None, text=q.get("text") or None,
+    )  # fmt: skip
+
+
+def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> Starlette:
+    """The web app for one database; ``initial`` says what the page opens on."""
+
+    async def threaded(function: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return await run_in_threadpool(function, *args)
+        except UnknownRecording as error:
+            raise HTTPException(404, str(error)) from None
+        except AcpProxyError as error:
+            raise HTTPException(500, str(error)) from None
+
+    def connection_id(request: Request) -> int:
+        value: int = request.path_params["cid"]
+        return value
+
+    async def index(_: Request) -> Response:
+        return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8")
+
+    async def info(_: Request) -> Response:
+        return Json({
+            "version": __version__, "db": str(inspector.db.path),
+            "schemas": inspector.schemas is not None, "initial": initial or {},
+        })  # fmt: skip
+
+    async def connections(_: Request) -> Response:
+        found = await threaded(inspector.overviews)
+        last = await threaded(lambda: ui_reads.max_frame_id(inspector.db.get()))
+        return Json({"connections": found, "last_frame_id": last})
+
+    async def connection(request: Request) -> Response:
+        found = await threaded(inspector.head, connection_id(request))
+        if found is None:
+            raise HTTPException(404, "no such connection")
+        return Json(found)
+
+    async def rows(request: Request) -> Response:
+        cid, where = connection_id(request), _filter(request)
+        offset = _int(request, "offset", 0)
+        limit = _int(request, "limit", 100, 0, MAX_LIMIT)
+        scan = request.query_params.get("scan") == "1"
+        await _exists(cid)
+        return Json(await threaded(inspector.rows, cid, where, offset, limit, scan))
+
+    async def locate(request: Request) -> Response:
+        cid, where = connection_id(request), _filter(request)
+        seq = _int(request, "seq", 1)
+        await _exists(cid)
+        return Json(await threaded(inspector.locate, cid, where, seq))
+
+    async def run_frames(request: Request) -> Response:
+        cid, where = connection_id(request), _filter(request)
+        first, last = _int(request, "first", 1), _int(request, "last", 2**62)
+        offset, limit = _int(request, "offset", 0), _int(request, "limit", 100, 0, MAX_LIMIT)
+
+        def read() -> list[dict[str, Any]]:
+            db = inspector.db.get()
+            found = ui_reads.frames_between(db, cid, where, first, last, limit, offset)
+            return [present.frame_summary(f) for f in found]
+
+        return Json({"frames": await threaded(read)})
+
+    async def detail(request: Request) -> Response:
+        cid, seq = connection_id(request), request.path_params["seq"]
+        found = await threaded(_detail, inspector, cid, seq)
+        if found is None:
+            raise HTTPException(404, "no such frame")
+        return Json(found)
+
+    async def raw(request: Request) -> Response:
+        cid, seq = connection_id(request), request.path_params["seq"]
+        found = await threaded(lambda: ui_reads.frame(inspector.db.get(), cid, seq))
+        if found is None:
+            raise HTTPException(404, "no such frame")
+        disposition = f'attachment; filename="connection-{cid}-frame-{seq}.bin"'
+        return Response(found["raw"], media_type="application/octet-stream",
+                        headers={"content-disposition": disposition})  # fmt: skip
+
+    async def findings(request: Request) -> Response:
+        """Findings so far (from ``since`` on); the first call starts the background check."""
+        cid, since = connection_id(request), _int(request, "since", 0)
+        await _exists(cid)
+        inspector.start_checking(cid)
+        found = await threaded(lambda: inspector.findings(cid, step=False))
+        found["findings"] = found["findings"][since:]
+        return Json(found)
+
+    async def sessions(request: Request) -> Response:
+        cid = connection_id(request)
+        await _exists(cid)
+        return Json(await threaded(lambda: ui_reads.sessions(inspector.db.get(), cid)))
+
+    async def sequence(request: Request) -> Response:
+        cid = connection_id(request)
+        after, limit = _int(request, "after", 0), _int(request, "limit", 400, 1, MAX_LIMIT)
+
+        def read() -> list[dict[str, Any]]:
+            found = ui_reads.protocol_frames(inspector.db.get(), cid, after, limit)
+            return [present.frame_summary(f) for f in found]
+
+        return Json({"messages": await threaded(read)})
+
+    async def conversation(request: Request) -> Response:
+        cid = connection_id(request)
+        await _exists(cid)
+        return Json(await threaded(_conversation, inspector, cid))
+
+    async def latency(request: Request) -> Response:
+        cid = connection_id(request)
+        await _exists(cid)
+        return Json(await threaded(_latency, inspector, cid))
+
+    async def diff(request: Request) -> Response:
+        q = request.query_params
+        a, b = q.get("a"), q.get("b")
+        if not a or not b:
+            raise HTTPException(400, "diff needs two recordings: a and b")
+        ignore = q.getlist("ignore")
+        strict = q.get("strict") in ("1", "true", "yes")
+        try:
+            from acp_proxy.protocol.normalize import parse_path
+
+            for path in ignore:
+                parse_path(path)
+        except ValueError as error:
+            raise HTTPException(400, str(error)) from None
+        return Json(await threaded(_diff, inspector, a, b, strict, ignore))
+
+    async def stream(request: Request) -> Response:
+        cid = request.query_params.get("connection")
+        resume = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
+        try:
+            after = int(resume)
+            target = int(cid) if cid else None
+        except ValueError:
+            raise HTTPException(400, "connection and after must be integers") from None
+        frames = request.query_params.get("frames", "1") != "0"
+        return StreamingResponse(
+            events.stream(inspector, target, after, frames), media_type="text/event-stream",
+            headers={"cache-control": "no-store", "x-accel-buffering": "no"},
+        )  # fmt: skip
+
+    async def _exists(cid: int) -> None:
+        if not await threaded(inspector.exists, cid):
+            raise HTTPException(404, "no such connection")
+
+    async def not_found(request: Request, error: Exception) -> Response:
+        status = error.status_code if isinstance(error, HTTPException) else 500
+        detail = error.detail if isinstance(error, HTTPException) else "internal error"
+        if request.url.path.startswith(f"{request.scope.get('root_path', '')}/api/"):
+            return Json({"error": detail}, status_code=status)
+        return Response(f"{detail}\n", status_code=status, media_type="text/plain")
+
+    c = "/api/connections/{cid:int}"
+    routes = [
+        Route("/", index),
+        Route("/api/info", info),
+        Route("/api/connections", connections),
+        Route(c, connection),
+        Route(f"{c}/rows", rows),
+        Route(f"{c}/locate", locate),
+        Route(f"{c}/frames", run_frames),
+        Route(c + "/frames/{seq:int}", detail),
+        Route(c + "/frames/{seq:int}/raw", raw),
+        Route(f"{c}/findings", findings),
+        Route(f"{c}/sessions", sessions),
+        Route(f"{c}/sequence", sequence),
+        Route(f"{c}/conversation", conversation),
+        Route(f"{c}/latency", latency),
+        Route("/api/diff", diff),
+        Route("/api/events", stream),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    return Starlette(routes=routes, exception_handlers={HTTPException: not_found})
+
+
+# --------------------------------------------------------------------------- builders
+
+
+def _detail(inspector: Inspector, cid: int, seq: int) -> dict[str, Any] | None:
+    db = inspector.db.get()
+    found = ui_reads.frame(db, cid, seq)
+    if found is None:
+        return None
+    raw: bytes = found.pop("raw")
+    shown = raw[:SHOWN_BYTES]
+    value: Any = None
+    if found["direction"] != "stderr" and len(raw) <= TREE_BYTES:
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            value = None
+    out: dict[str, Any] = {
+        "frame": present.frame_summary(found), "segments": present.segments(shown),
+        "truncated": len(raw) - len(shown), "json": value,
+    }  # fmt: skip
+    if found["kind"] == "request":
+        answer = inspector.answer(cid, seq)
+        if answer is not None:
+            out["pair"] = present.frame_summary(answer)
+            out["latency_ns"] = answer["mono_ns"] - found["mono_ns"]
+    elif found.get("request_seq") is not None:
+        request = ui_reads.summary(db, cid, found["request_seq"])
+        if request is not None:
+            out["pair"] = present.frame_summary(request)
+            out["latency_ns"] = found["mono_ns"] - request["mono_ns"]
+    out["descriptions"] = []
+    if inspector.documents is not None and value is not None and found["method"]:
+        from acp_proxy.check.schema_docs import describe
+
+        role = {"request": "request", "notification": "notification", "response": "response",
+                "error": "response"}.get(found["kind"])  # fmt: skip
+        if role is not None and found["kind"] != "error":
+            version = store_read.connection(db, cid).protocol_version
+            out["descriptions"] = describe(
+                inspector.documents, version, role, found["method"], found["update_kind"], value
+            )
+    checked = inspector.findings(cid, step=False)
+    out["findings"] = [f for f in checked["findings"] if f["seq"] == seq]
+    out["stored_findings"] = [f for f in checked["stored"] if f["seq"] == seq]
+    out["schemas"] = inspector.documents is not None
+    return out
+
+
+def _conversation(inspector: Inspector, cid: int) -> dict[str, Any]:
+    view = inspector.transcript(cid)
+    sessions = []
+    for session in view.sessions:
+        sessions.append({
+            "session_id": session.session_id, "opened_by": session.opened_by,
+            "state": session.state, "mode": session.mode,
+            "usage": words.usage_text(session.usage) if session.usage else None,
+            "items": [present.item_data(i, session.turns) for i in session.timeline],
+        })  # fmt: skip
+    return {
+        "protocol_version": view.protocol_version,
+        "agent": words.peer(view.agent_info),
+        "client": words.peer(view.client_info),
+        "sessions": sessions, "events": [present.item_data(e, ()) for e in view.events],
+        "frames": view.frames,
+    }  # fmt: skip
+
+
+def _latency(inspector: Inspector, cid: int) -> dict[str, Any]:
+    from acp_proxy.inspect.render.text import turn_record
+    from acp_proxy.protocol.latency import by_method
+
+    db = inspector.db.get()
+    methods = [m.as_record() for m in by_method(store_read.calls(db, cid))]
+    view = inspector.transcript(cid)
+    turns = [turn_record(t) for s in view.sessions for t in s.turns]
+    return {"methods": methods, "turns": turns}
+
+
+def _diff(inspector: Inspector, a: str, b: str, strict: bool, ignore: list[str]) -> dict[str, Any]:
+    from acp_proxy.protocol.diffing import DIRECTIONS, compare, items
+    from acp_proxy.store.frames import frames, scope
+
+    db = inspector.db.get()
+    sides, names = [], []
+    for ref in (a, b):
+        target = scope(db, ref, sessions=True)
+        names.append({"ref": ref, "connection_id": target.connection_id,
+                      "session_id": target.session_id, "label": target.label})  # fmt: skip
+        sides.append(items(frames(db, target), strict=strict, ignore=ignore))
+    result = compare(sides[0], sides[1])
+
+    def shown(item: Any) -> Any:
+        if item is None:
+            return None
+        text = item.text if item.value is None else words.to_json(item.value, pretty=True)
+        return {"seq": item.seq, "index": item.index, "text": text}
+
+    directions = {}
+    for direction in DIRECTIONS:
+        left, right = sides[0][direction], sides[1][direction]
+        pairs = []
+        for index in range(min(DIFF_ITEMS, max(len(left), len(right)))):
+            x = left[index] if index < len(left) else None
+            y = right[index] if index < len(right) else None
+            same = x is not None and y is not None and x.text == y.text
+            pairs.append({"a": shown(x), "b": shown(y), "same": same})
+        directions[direction] = pairs
+    divergence = None
+    if result.divergence is not None:
+        d = result.divergence
+        divergence = {
+            "direction": d.direction, "index": d.index, "path": d.path,
+            "a_seq": d.a.seq if d.a else None, "b_seq": d.b.seq if d.b else None,
+        }  # fmt: skip
+    return {
+        "sides": names, "equal": result.equal, "counts": result.counts,
+        "divergence": divergence, "directions": directions,
+    }  # fmt: skip

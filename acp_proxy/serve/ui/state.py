@@ -1,0 +1,348 @@
+"""What the inspector keeps between requests: read-only database handles and per-connection
+indexes (timeline rows, findings, transcript), each extended as a recording grows.
+
+Rules:
+- One read-only SQLite connection per worker thread (``Database.get``); requests run their
+  queries in worker threads, never on the event loop.
+- Indexes only ever extend: a timeline index is fed the frames after the last one it saw, the
+  rule engine and the transcript model likewise. Each has its own lock, held while extending.
+- Work per request is bounded (``SCAN_STEP`` frames of index, ``CHECK_STEP`` frames of
+  checking): a million-frame recording is indexed over several requests while the first screen
+  is already shown, and the page is told how far the index has got.
+- Findings come from the same rule engine as ``acp-proxy check`` (schemas when installed), so
+  the page and the command agree; stored findings (``record --check``) are shown as well.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from acp_proxy.check.base import RuleInfo
+from acp_proxy.check.engine import RULES, Checker
+from acp_proxy.errors import AcpProxyError
+from acp_proxy.inspect.transcript.model import Transcript
+from acp_proxy.serve.ui.rows import RowIndex
+from acp_proxy.store import readers as store_read
+from acp_proxy.store import ui_reads
+from acp_proxy.store.ui_reads import UiFilter
+
+SCAN_STEP = 200_000
+FIRST_STEP = 2_000
+SCAN_BUDGET_S = 0.25
+CHECK_STEP = 2_000
+CHECK_PAUSE_S = 0.2
+CHECK_YIELD_S = 0.005
+FILTERED_INDEXES = 16
+RULE_INFO: dict[str, RuleInfo] = {info.id: info for info in RULES}
+
+
+class Database:
+    """Read-only handles on one recording database, one per thread."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+        store_read.open_for_reading(path).close()  # fails now, with one line, if it cannot open
+
+    def get(self) -> store_read.Database:
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = self._local.db = store_read.open_for_reading(self.path)
+        return db
+
+
+@dataclass
+class _Timeline:
+    index: RowIndex = field(default_factory=RowIndex)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    complete: bool = False  # every frame indexed and the connection ended
+    caught_up: bool = False  # every frame committed so far indexed
+
+
+@dataclass
+class _Findings:
+    checker: Checker
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    checked_seq: int = 0
+    finished: bool = False
+    found: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class _Conversation:
+    transcript: Transcript
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    applied_seq: int = 0
+
+
+class Inspector:
+    """The server's state: the database, the schemas, and the indexes of each connection."""
+
+    def __init__(self, db: Database, schemas: Any = None, documents: Any = None) -> None:
+        self.db = db
+        self.schemas = schemas  # a SchemaBook, or None: ACP000 does not run
+        self.documents = documents  # parsed schema documents for field descriptions, or None
+        self._lock = threading.Lock()
+        self._timelines: OrderedDict[tuple[int, tuple[Any, ...]], _Timeline] = OrderedDict()
+        self._findings: dict[int, _Findings] = {}
+        self._conversations: dict[int, _Conversation] = {}
+        self._answers: dict[tuple[int, int], tuple[int, Any]] = {}  # (cid, seq) -> (seen, ans)
+        self._checking: set[int] = set()
+        self._counts: dict[int, tuple[int, int, int, int]] = {}  # last seq, turns, errors, bad
+
+    # ------------------------------------------------------------------ recordings
+
+    def head(self, connection_id: int) -> dict[str, Any] | None:
+        """A connection's row and first and last frames (no scan of its frames)."""
+        return ui_reads.connection_head(self.db.get(), connection_id)
+
+    def exists(self, connection_id: int) -> bool:
+        row = self.db.get().execute("SELECT 1 FROM connection WHERE id = ?", (connection_id,))
+        return row.fetchone() is not None
+
+    def overview(self, connection_id: int) -> dict[str, Any] | None:
+        """``head`` plus turns, errors and malformed frames, counted once per frame."""
+        found = self.head(connection_id)
+        if found is None:
+            return None
+        db = self.db.get()
+        with self._lock:
+            counted = self._counts.get(connection_id, (0, 0, 0, 0))
+        if counted[0] < found["last_seq"]:
+            last, turns, errors, malformed = ui_reads.frame_counts(db, connection_id, counted[0])
+            counted = (last, counted[1] + turns, counted[2] + errors, counted[3] + malformed)
+            with self._lock:
+                self._counts[connection_id] = counted
+        found.update(turns=counted[1], errors=counted[2], malformed=counted[3],
+                     sessions=ui_reads.sessions(db, connection_id))  # fmt: skip
+        return found
+
+    def overviews(self) -> list[dict[str, Any]]:
+        db = self.db.get()
+        found = (self.overview(i) for i in ui_reads.connection_ids(db))
+        return [f for f in found if f is not None]
+
+    # ------------------------------------------------------------------ timeline
+
+    def _timeline(self, connection_id: int, where: UiFilter) -> _Timeline:
+        key = (connection_id, where.key())
+        with self._lock:
+            timeline = self._timelines.get(key)
+            if timeline is None:
+                timeline = self._timelines[key] = _Timeline()
+                unfiltered = sum(1 for k in self._timelines if k[1] != UiFilter().key())
+                if unfiltered > FILTERED_INDEXES:  # forget the oldest filtered index
+                    oldest = next(k for k in self._timelines if k[1] != UiFilter().key())
+                    del self._timelines[oldest]
+            else:
+                self._timelines.move_to_end(key)
+            return timeline
+
+    def extend(
+        self, connection_id: int, where: UiFilter, wanted_rows: int, *, scan: bool = False
+    ) -> _Timeline:
+        """Index at least ``wanted_rows`` rows (or all there are); with ``scan``, go on
+        indexing for ``SCAN_BUDGET_S`` (a large recording's index grows call by call)."""
+        timeline = self._timeline(connection_id, where)
+        db = self.db.get()
+        deadline = time.monotonic() + SCAN_BUDGET_S
+        with timeline.lock:
+            index = timeline.index
+            if len(index) >= wanted_rows and not scan:
+                return timeline
+            status = store_read.status(db, connection_id)  # read first: frames land before it
+            step = FIRST_STEP
+            while True:
+                keys = ui_reads.scan_keys(db, connection_id, where, index.scanned_seq, step)
+                if index.feed(keys) < step:
+                    timeline.caught_up = True
+                    timeline.complete = status != "running"
+                    break
+                timeline.caught_up = timeline.complete = False
+                if len(index) >= wanted_rows and (not scan or time.monotonic() > deadline):
+                    break
+                step = min(step * 2, SCAN_STEP)
+        return timeline
+
+    def rows(
+        self, connection_id: int, where: UiFilter, offset: int, limit: int, scan: bool = False
+    ) -> dict[str, Any]:
+        """Rows ``[offset, offset + limit)`` of the timeline, with how far the index got."""
+        from acp_proxy.serve.ui.present import frame_summary, run_text
+
+        timeline = self.extend(connection_id, where, offset + limit, scan=scan)
+        db = self.db.get()
+        index = timeline.index
+        with timeline.lock:
+            total = len(index)
+            window = [index.row(i) for i in range(max(0, offset), min(total, offset + limit))]
+            scanned = index.scanned_seq
+        found = ui_reads.summaries_at(db, connection_id, [start for start, _, _ in window])
+        rows = []
+        for position, (start, end, count) in enumerate(window, start=max(0, offset)):
+            record = found.get(start)
+            if record is None:
+                continue
+            row: dict[str, Any] = {
+                "index": position, "first_seq": start, "last_seq": end, "count": count,
+                "frame": frame_summary(record),
+            }  # fmt: skip
+            if count > 1:
+                heads = ui_reads.frames_between(db, connection_id, where, start, end, 200)
+                row["text"] = run_text([(h["head"], h["size"]) for h in heads])
+            if record["kind"] == "request":
+                answer = self.answer(connection_id, start)
+                if answer is not None:
+                    row["pair_seq"] = answer["seq"]
+                    row["latency_ns"] = answer["mono_ns"] - record["mono_ns"]
+            elif record.get("request_seq") is not None:
+                row["pair_seq"] = record["request_seq"]
+                row["latency_ns"] = record.get("latency_ns")
+            rows.append(row)
+        return {
+            "total": total, "complete": timeline.complete, "caught_up": timeline.caught_up,
+            "scanned_seq": scanned,
+            "offset": offset, "rows": rows,
+        }  # fmt: skip
+
+    def locate(self, connection_id: int, where: UiFilter, seq: int) -> dict[str, Any]:
+        """The row index of frame ``seq`` under ``where`` (indexing up to it if needed)."""
+        timeline = self._timeline(connection_id, where)
+        while True:
+            with timeline.lock:
+                found = timeline.index.find(seq)
+                before = timeline.index.scanned_seq
+                if found is not None or before >= seq or timeline.caught_up:
+                    return {"index": found, "total": len(timeline.index),
+                            "caught_up": timeline.caught_up}  # fmt: skip
+            self.extend(connection_id, where, len(timeline.index) + 1, scan=True)
+            if timeline.index.scanned_seq == before:
+                return {"index": None, "total": len(timeline.index), "caught_up": True}
+
+    def answer(self, connection_id: int, request_seq: int) -> dict[str, Any] | None:
+        """The response to a request (cached; looked for again only when frames were added)."""
+        db = self.db.get()
+        key = (connection_id, request_seq)
+        last = store_read.last_seq(db, connection_id)
+        cached = self._answers.get(key)
+        if cached is not None and (cached[1] is not None or cached[0] == last):
+            return cached[1]  # type: ignore[no-any-return]
+        found = ui_reads.answer_of(db, connection_id, request_seq)
+        self._answers[key] = (last, found)
+        return found
+
+    # ------------------------------------------------------------------ findings
+
+    def start_checking(self, connection_id: int) -> None:
+        """Check the connection in a background thread, following it while it is live."""
+        with self._lock:
+            if connection_id in self._checking:
+                return
+            self._checking.add(connection_id)
+
+        def run() -> None:
+            _lower_priority()
+            while True:
+                found = self.findings(connection_id)
+                if found["complete"] and found["finished"]:
+                    return
+                # Between steps the requests have the interpreter to themselves for a moment.
+                time.sleep(CHECK_PAUSE_S if found["complete"] else CHECK_YIELD_S)
+
+        threading.Thread(
+            target=run, name=f"acp-proxy-ui-check-{connection_id}", daemon=True
+        ).start()
+
+    def findings(self, connection_id: int, *, step: bool = True) -> dict[str, Any]:
+        """Findings of the rule engine so far; ``step``: check up to ``CHECK_STEP`` more frames.
+
+        ``complete``: every frame committed so far is checked; ``finished``: the connection
+        has ended and so have its checks.
+        """
+        db = self.db.get()
+        with self._lock:
+            state = self._findings.get(connection_id)
+            if state is None:
+                row = store_read.connection(db, connection_id)
+                checker = Checker(
+                    self.schemas, protocol_version=row.protocol_version,
+                    connection_id=connection_id,
+                )  # fmt: skip
+                state = self._findings[connection_id] = _Findings(checker)
+        with state.lock:
+            status = store_read.status(db, connection_id)  # read first: frames land before it
+            if step and not state.finished:
+                count = 0
+                for record in ui_reads.raw_frames(db, connection_id, state.checked_seq, CHECK_STEP):
+                    count += 1
+                    state.checked_seq = record.seq
+                    state.found += [_finding(f) for f in state.checker.observe(record)]
+                if count < CHECK_STEP and status != "running":
+                    state.finished = True
+                    state.found += [_finding(f) for f in state.checker.finish()]
+            complete = state.finished or state.checked_seq >= store_read.last_seq(db, connection_id)
+            return {
+                "findings": list(state.found), "checked_seq": state.checked_seq,
+                "complete": complete, "finished": state.finished,
+                "schemas": self.schemas is not None,
+                "stored": ui_reads.stored_findings(db, connection_id),
+            }  # fmt: skip
+
+    # ------------------------------------------------------------------ conversation
+
+    def transcript(self, connection_id: int) -> Any:
+        """The transcript model's view, applied up to the newest frame."""
+        db = self.db.get()
+        with self._lock:
+            state = self._conversations.get(connection_id)
+            if state is None:
+                row = store_read.connection(db, connection_id)
+                state = self._conversations[connection_id] = _Conversation(
+                    Transcript(row.protocol_version)
+                )
+        with state.lock:
+            for frame in store_read.frames(db, connection_id, after_seq=state.applied_seq):
+                state.transcript.apply(frame)
+                state.applied_seq = frame.seq
+            return state.transcript.view()
+
+
+def _lower_priority() -> None:
+    """Give this thread the lowest CPU priority (Linux: nice is per thread), so that checking
+    a fast live recording never takes CPU from the proxy forwarding it."""
+    import os
+
+    native = getattr(threading, "get_native_id", None)
+    if native is None or not hasattr(os, "setpriority"):
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, native(), 19)
+    except OSError:
+        return
+
+
+def _finding(finding: Any) -> dict[str, Any]:
+    info = RULE_INFO.get(finding.rule)
+    return {
+        "seq": finding.seq, "direction": finding.direction, "rule": finding.rule,
+        "severity": finding.severity, "message": finding.message,
+        "summary": info.summary if info else None, "fix": info.fix if info else None,
+        "source": info.source if info else None,
+    }  # fmt: skip
+
+
+def load_schemas() -> tuple[Any, Any]:
+    """The compiled schemas and their documents, or ``(None, None)`` when none are installed."""
+    from acp_proxy.check.schema_files import load_documents
+    from acp_proxy.check.schemas import SchemaBook, SchemaError
+
+    try:
+        documents = load_documents()
+        return SchemaBook(documents, "installed"), documents
+    except (AcpProxyError, SchemaError, ValueError):
+        return None, None

@@ -1,0 +1,369 @@
+"""Read queries of the web inspector (``acp-proxy ui``): read-only, each bounded or streamed.
+
+Rules:
+- Never writes: every function takes a connection opened read-only (``open_for_reading``).
+- Frames of one connection are reached through the ``(connection_id, seq)`` index; the event
+  tail walks ``frame.id`` (the rowid), which grows in commit order because every writer holds
+  the write lock from its first insert to its commit. So "every frame with an id above N" read
+  after a commit never misses one committed before it, and a reconnect from the last id seen
+  has no gap and no duplicate.
+- Scans that could cover a whole recording (``scan_keys``, ``tail``) take a limit and a place
+  to start from, so callers page through a million frames in bounded steps.
+- Filters are parameters, never text: ``UiFilter.where`` builds SQL from constant fragments.
+  The text filter is case-insensitive for ASCII letters (SQLite's LIKE) and exact elsewhere.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from acp_proxy.protocol.observer import FRAME_COLUMNS, FrameRecord
+from acp_proxy.store.readers import DIRECTIONS
+
+SUMMARY_COLUMNS = (
+    "id", "seq", "direction", "mono_ns", "wall_ns", "size", "kind", "rpc_id", "method",
+    "session_id", "update_kind", "message_id", "request_seq", "error_code", "stop_reason",
+    "bad_json", "bad_utf8", "not_jsonrpc",
+)  # fmt: skip
+_SUMMARY = ", ".join(f"f.{c}" for c in SUMMARY_COLUMNS)
+# What the row index needs of every frame: no payload.
+KEY_COLUMNS = ("seq", "direction", "session_id", "update_kind", "message_id")
+_KEYS = ", ".join(f"f.{c}" for c in KEY_COLUMNS)
+# A summary, the latency of a response to its request, and the first bytes of the payload.
+_WITH_PREVIEW = (
+    f"SELECT {_SUMMARY}, f.mono_ns - r.mono_ns, substr(f.raw, 1, {{preview}}) FROM frame f "
+    "LEFT JOIN frame r ON r.connection_id = f.connection_id AND r.seq = f.request_seq "
+)
+PREVIEW_BYTES = 4096
+_RECORD = ", ".join(FRAME_COLUMNS)
+
+
+@dataclass(frozen=True, slots=True)
+class UiFilter:
+    """The timeline filters of the page: all optional, combined with AND."""
+
+    direction: str | None = None  # c2a, a2c, stderr (or client, agent)
+    kind: str | None = None  # frame kind or update kind
+    method: str | None = None  # a GLOB: session/*
+    session: str | None = None
+    text: str | None = None  # substring of the raw bytes, ASCII case folded
+
+    @property
+    def empty(self) -> bool:
+        return not any((self.direction, self.kind, self.method, self.session, self.text))
+
+    def key(self) -> tuple[str | None, ...]:
+        return (self.direction, self.kind, self.method, self.session, self.text)
+
+    def where(self) -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        values: list[Any] = []
+        if self.direction:
+            clauses.append("f.direction = ?")
+            values.append(DIRECTIONS.get(self.direction, self.direction))
+        if self.kind:
+            clauses.append("(f.kind = ? OR f.update_kind = ?)")
+            values += [self.kind, self.kind]
+        if self.method:
+            clauses.append("f.method GLOB ?")
+            values.append(self.method)
+        if self.session:
+            clauses.append("f.session_id = ?")
+            values.append(self.session)
+        if self.text:
+            escaped = self.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            clauses.append("CAST(f.raw AS TEXT) LIKE ? ESCAPE '\\'")
+            values.append(f"%{escaped}%")
+        return "".join(f" AND {c}" for c in clauses), values
+
+
+# --------------------------------------------------------------------------- the database
+
+
+def is_ready(path: Path) -> bool:
+    """Whether a recording database exists at ``path`` with its tables made."""
+    if not path.is_file():
+        return False
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            db.execute("SELECT 1 FROM connection LIMIT 1").fetchall()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return False
+    return True
+
+
+def data_version(db: sqlite3.Connection) -> int:
+    """Changes whenever another connection commits (cheap: no table is read)."""
+    return int(db.execute("PRAGMA data_version").fetchone()[0])
+
+
+def max_frame_id(db: sqlite3.Connection) -> int:
+    return int(db.execute("SELECT coalesce(max(id), 0) FROM frame").fetchone()[0])
+
+
+def connection_states(db: sqlite3.Connection) -> list[tuple[int, str, int]]:
+    """``(id, status, frames so far)`` of every connection: what tells the list to refresh."""
+    rows = db.execute(
+        "SELECT id, status, frames_c2a + frames_a2c + lines_stderr FROM connection ORDER BY id"
+    )
+    return [(int(i), str(s), int(n)) for i, s, n in rows]
+
+
+# --------------------------------------------------------------------------- recordings
+
+
+def _loads(text: Any) -> Any:
+    if not isinstance(text, str):
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
+
+
+_CONNECTION = (
+    "id", "uid", "label", "status", "started_ns", "ended_ns", "argv", "cwd", "exit_code",
+    "exit_signal", "error", "protocol_version", "client_info", "agent_info", "frames_c2a",
+    "frames_a2c", "lines_stderr", "frames_lost", "proxy_pid",
+)  # fmt: skip
+
+
+def connection_head(db: sqlite3.Connection, connection_id: int) -> dict[str, Any] | None:
+    """One connection's row and what the index reads at once (no scan of its frames)."""
+    row = db.execute(
+        f"SELECT {', '.join(_CONNECTION)} FROM connection WHERE id = ?", (connection_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    record = dict(zip(_CONNECTION, row, strict=True))
+    record["argv"] = _loads(record["argv"]) or []
+    record["client_info"] = _loads(record["client_info"])
+    record["agent_info"] = _loads(record["agent_info"])
+    first = db.execute(
+        "SELECT mono_ns FROM frame WHERE connection_id = ? ORDER BY seq LIMIT 1", (connection_id,)
+    ).fetchone()
+    last = db.execute(
+        "SELECT id, seq, mono_ns FROM frame WHERE connection_id = ? ORDER BY seq DESC LIMIT 1",
+        (connection_id,),
+    ).fetchone()
+    findings = db.execute(
+        "SELECT count(*) FROM finding WHERE connection_id = ?", (connection_id,)
+    ).fetchone()[0]
+    record.update(
+        first_mono_ns=first[0] if first else None, last_mono_ns=last[2] if last else None,
+        last_frame_id=last[0] if last else 0, last_seq=last[1] if last else 0,
+        stored_findings=findings,
+        frames=record["frames_c2a"] + record["frames_a2c"] + record["lines_stderr"],
+    )  # fmt: skip
+    return record
+
+
+def sessions(db: sqlite3.Connection, connection_id: int) -> list[str]:
+    """The session ids of a connection, in order of first use (reads the session index only)."""
+    rows = db.execute(
+        "SELECT session_id FROM frame INDEXED BY frame_by_session "
+        "WHERE session_id IS NOT NULL AND connection_id = ? GROUP BY session_id ORDER BY min(seq)",
+        (connection_id,),
+    )
+    return [str(r[0]) for r in rows]
+
+
+def frame_counts(
+    db: sqlite3.Connection, connection_id: int, after_seq: int
+) -> tuple[int, int, int, int]:
+    """``(last seq, prompt turns, error responses, malformed)`` among frames after ``after_seq``."""
+    row = db.execute(
+        "SELECT max(seq), coalesce(sum(kind = 'request' AND method = 'session/prompt'), 0), "
+        "coalesce(sum(kind = 'error'), 0), coalesce(sum(bad_json OR bad_utf8 OR not_jsonrpc), 0) "
+        "FROM frame WHERE connection_id = ? AND seq > ?",
+        (connection_id, after_seq),
+    ).fetchone()
+    return int(row[0] or after_seq), int(row[1]), int(row[2]), int(row[3])
+
+
+def connection_ids(db: sqlite3.Connection) -> list[int]:
+    return [int(r[0]) for r in db.execute("SELECT id FROM connection ORDER BY id")]
+
+
+def stored_findings(db: sqlite3.Connection, connection_id: int) -> list[dict[str, Any]]:
+    rows = db.execute(
+        "SELECT seq, direction, rule, severity, message, origin FROM finding "
+        "WHERE connection_id = ? ORDER BY coalesce(seq, 0), id",
+        (connection_id,),
+    )
+    names = ("seq", "direction", "rule", "severity", "message", "origin")
+    return [dict(zip(names, r, strict=True)) for r in rows]
+
+
+# --------------------------------------------------------------------------- frames
+
+
+def _summaries(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
+    return [dict(zip(SUMMARY_COLUMNS, r, strict=True)) for r in cursor]
+
+
+def scan_keys(
+    db: sqlite3.Connection, connection_id: int, where: UiFilter, after_seq: int, limit: int
+) -> list[tuple[Any, ...]]:
+    """Up to ``limit`` frames after ``after_seq`` that pass ``where``, as ``KEY_COLUMNS``."""
+    clauses, values = where.where()
+    return db.execute(
+        f"SELECT {_KEYS} FROM frame f WHERE f.connection_id = ? AND f.seq > ?{clauses} "
+        "ORDER BY f.seq LIMIT ?",
+        (connection_id, after_seq, *values, limit),
+    ).fetchall()
+
+
+def _previewed(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
+    out = []
+    width = len(SUMMARY_COLUMNS)
+    for row in cursor:
+        record = dict(zip(SUMMARY_COLUMNS, row[:width], strict=True))
+        record["latency_ns"] = row[width]
+        record["head"] = bytes(row[width + 1])
+        out.append(record)
+    return out
+
+
+def summaries_at(
+    db: sqlite3.Connection, connection_id: int, seqs: Sequence[int]
+) -> dict[int, dict[str, Any]]:
+    """Summaries, response latency and payload head of the frames at ``seqs``."""
+    found: dict[int, dict[str, Any]] = {}
+    select = _WITH_PREVIEW.format(preview=PREVIEW_BYTES)
+    for start in range(0, len(seqs), 500):
+        part = list(seqs[start : start + 500])
+        marks = ", ".join("?" for _ in part)
+        cursor = db.execute(
+            f"{select} WHERE f.connection_id = ? AND f.seq IN ({marks})", (connection_id, *part)
+        )
+        found.update((r["seq"], r) for r in _previewed(cursor))
+    return found
+
+
+def frames_between(
+    db: sqlite3.Connection,
+    connection_id: int,
+    where: UiFilter,
+    first_seq: int,
+    last_seq: int,
+    limit: int,
+    offset: int = 0,
+) -> list[dict[str, Any]]:
+    """Summaries with previews of the frames in ``[first_seq, last_seq]`` passing ``where``."""
+    clauses, values = where.where()
+    cursor = db.execute(
+        f"{_WITH_PREVIEW.format(preview=PREVIEW_BYTES)} WHERE f.connection_id = ? "
+        f"AND f.seq >= ? AND f.seq <= ?{clauses} ORDER BY f.seq LIMIT ? OFFSET ?",
+        (connection_id, first_seq, last_seq, *values, limit, offset),
+    )
+    return _previewed(cursor)
+
+
+def frame(db: sqlite3.Connection, connection_id: int, seq: int) -> dict[str, Any] | None:
+    """One frame with its exact bytes."""
+    row = db.execute(
+        f"SELECT {_SUMMARY}, f.raw, f.offset, f.batch, f.no_newline, f.tool_call_id "
+        "FROM frame f WHERE f.connection_id = ? AND f.seq = ?",
+        (connection_id, seq),
+    ).fetchone()
+    if row is None:
+        return None
+    record = dict(zip(SUMMARY_COLUMNS, row[: len(SUMMARY_COLUMNS)], strict=True))
+    raw, offset, batch, no_newline, tool_call_id = row[len(SUMMARY_COLUMNS) :]
+    record.update(
+        raw=bytes(raw), offset=offset, batch=batch, no_newline=no_newline,
+        tool_call_id=tool_call_id,
+    )  # fmt: skip
+    return record
+
+
+def answer_of(
+    db: sqlite3.Connection, connection_id: int, request_seq: int
+) -> dict[str, Any] | None:
+    """The response to the request at ``request_seq`` (walks forward from it; None: none yet)."""
+    cursor = db.execute(
+        f"SELECT {_SUMMARY} FROM frame f WHERE f.connection_id = ? AND f.seq > ? "
+        "AND f.request_seq = ? ORDER BY f.seq LIMIT 1",
+        (connection_id, request_seq, request_seq),
+    )
+    found = _summaries(cursor)
+    return found[0] if found else None
+
+
+def summary(db: sqlite3.Connection, connection_id: int, seq: int) -> dict[str, Any] | None:
+    found = _summaries(
+        db.execute(
+            f"SELECT {_SUMMARY} FROM frame f WHERE f.connection_id = ? AND f.seq = ?",
+            (connection_id, seq),
+        )
+    )
+    return found[0] if found else None
+
+
+def protocol_frames(
+    db: sqlite3.Connection, connection_id: int, after_seq: int, limit: int
+) -> list[dict[str, Any]]:
+    """Summaries of the next ``limit`` protocol frames (not stderr): the sequence diagram."""
+    cursor = db.execute(
+        f"SELECT {_SUMMARY} FROM frame f WHERE f.connection_id = ? AND f.seq > ? "
+        "AND f.direction != 'stderr' ORDER BY f.seq LIMIT ?",
+        (connection_id, after_seq, limit),
+    )
+    return _summaries(cursor)
+
+
+def newest_frame(db: sqlite3.Connection, connection_id: int) -> dict[str, Any] | None:
+    """The id and seq of a connection's newest frame (None: it has none)."""
+    row = db.execute(
+        "SELECT id, seq FROM frame WHERE connection_id = ? ORDER BY seq DESC LIMIT 1",
+        (connection_id,),
+    ).fetchone()
+    return None if row is None else {"id": int(row[0]), "seq": int(row[1])}
+
+
+def tail(
+    db: sqlite3.Connection, after_id: int, connection_id: int | None, limit: int
+) -> list[dict[str, Any]]:
+    """Frames committed with an id above ``after_id`` (of one connection, or all), by id."""
+    if connection_id is None:
+        cursor = db.execute(
+            f"SELECT {_SUMMARY}, f.connection_id FROM frame f WHERE f.id > ? ORDER BY f.id LIMIT ?",
+            (after_id, limit),
+        )
+    else:
+        # Walks the rowid, not the (connection_id, seq) index: ids of other connections are
+        # skipped, ids of this one come in commit order.
+        cursor = db.execute(
+            f"SELECT {_SUMMARY}, f.connection_id FROM frame f WHERE f.id > ? "
+            "AND f.connection_id = ? ORDER BY f.id LIMIT ?",
+            (after_id, connection_id, limit),
+        )
+    out = []
+    for row in cursor:
+        record = dict(zip(SUMMARY_COLUMNS, row[:-1], strict=True))
+        record["connection_id"] = row[-1]
+        out.append(record)
+    return out
+
+
+def raw_frames(
+    db: sqlite3.Connection, connection_id: int, after_seq: int = 0, limit: int = -1
+) -> Iterator[FrameRecord]:
+    """Frames of a connection after ``after_seq`` as ``FrameRecord`` rows, streamed in order."""
+    cursor = db.execute(
+        f"SELECT {_RECORD} FROM frame WHERE connection_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        (connection_id, after_seq, limit),
+    )
+    while rows := cursor.fetchmany(1024):
+        for row in rows:
+            yield FrameRecord._make(row)

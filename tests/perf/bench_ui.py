@@ -1,0 +1,380 @@
+"""The web inspector's costs: first screen of a large recording, live delay, and forwarding.
+
+    python -m tests.perf.bench_ui [--frames 100000 1000000] [--repeat 5] [--live 200]
+        [--forward-repeat 5] [--forward-count 300000]
+
+Needs the ``ui`` and ``test`` extras and Debian's chromium (``.ci/install-chromium``).
+
+- first screen: a recording of N frames (a realistic mix per prompt turn: the prompt, a run of
+  10 thought chunks, a tool call and 3 updates, an agent stderr line, a run of 40 message
+  chunks, the response: 57 frames, 9 rows) is written once; then per repeat a fresh
+  ``acp-proxy ui`` process (cold caches), and a fresh page timed from ``goto`` of the
+  connection's timeline to the first row in the DOM. Also timed: the first ``rows`` answer
+  alone over HTTP (cold), and a jump to the middle frame by URL (``f=SEQ``) to the moment its
+  row is on screen.
+- live delay: a writer commits one frame at a time (20 per second) into a running connection
+  while a page follows its timeline; delay = when the page first showed the frame
+  (``window.acpSeen``) minus the moment its commit returned. Median, p95, max.
+- forwarding: tests/perf's client and agent stream ``--forward-count`` small frames through
+  ``acp-proxy record``, with and without an ``acp-proxy ui`` serving the same database and a
+  page following the live connection's timeline; repeats interleaved, the order alternating.
+  Reported: MB/s medians and the median of the per-repeat ratio (with page / without).
+
+Prints one Markdown table per part; ``--json FILE`` also writes every measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from acp_proxy.protocol.acp import Direction
+from acp_proxy.protocol.observer import ConnectionObserver, FrameRecord
+from acp_proxy.protocol.wire import Frame
+from acp_proxy.store.database import NewConnection, RecordingWriter, connect
+from tests.perf import client as perf_client
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]  # fmt: skip
+ADDRESS = re.compile(rb"acp-proxy: ui at (http://\S+)")
+
+
+def env() -> dict[str, str]:
+    environ = dict(os.environ)
+    environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), environ.get("PYTHONPATH")) if p)
+    return environ
+
+
+def _line(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
+def _update(body: dict[str, Any]) -> bytes:
+    return _line({"jsonrpc": "2.0", "method": "session/update",
+                  "params": {"sessionId": "s1", "update": body}})  # fmt: skip
+
+
+def turn(n: int) -> Iterator[tuple[Direction, bytes]]:
+    """One prompt turn: 57 frames, 9 timeline rows."""
+    c2a, a2c, err = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT, Direction.AGENT_STDERR
+    yield c2a, _line({"jsonrpc": "2.0", "id": n, "method": "session/prompt", "params": {
+        "sessionId": "s1", "prompt": [{"type": "text", "text": f"question {n}"}]}})  # fmt: skip
+    for i in range(10):
+        yield a2c, _update({"sessionUpdate": "agent_thought_chunk", "messageId": f"t{n}",
+                            "content": {"type": "text", "text": f"think {i} "}})  # fmt: skip
+    yield a2c, _update({"sessionUpdate": "tool_call", "toolCallId": f"c{n}", "title": "Read",
+                        "status": "pending"})  # fmt: skip
+    for status in ("in_progress", "in_progress", "completed"):
+        yield a2c, _update({"sessionUpdate": "tool_call_update", "toolCallId": f"c{n}",
+                            "status": status})  # fmt: skip
+    yield err, f"agent: turn {n} read a file\n".encode()
+    for i in range(40):
+        yield a2c, _update({"sessionUpdate": "agent_message_chunk", "messageId": f"m{n}",
+                            "content": {"type": "text", "text": f"word{i} "}})  # fmt: skip
+    yield a2c, _line({"jsonrpc": "2.0", "id": n, "result": {"stopReason": "end_turn"}})
+
+
+def records(count: int) -> Iterator[FrameRecord]:
+    observer = ConnectionObserver()
+    offsets = dict.fromkeys(Direction, 0)
+    made, n, clock = 0, 0, time.monotonic_ns()
+    while made < count:
+        for direction, raw in turn(n):
+            clock += 20_000
+            yield observer.observe(direction, Frame(raw, offsets[direction]), clock, clock)
+            offsets[direction] += len(raw)
+            made += 1
+            if made == count:
+                return
+        n += 1
+
+
+def make_recording(path: Path, count: int) -> None:
+    db = connect(path, recorder=True)
+    writer = RecordingWriter.start(db, NewConnection(["bench-agent"], "/", "bench", 1))
+    batch: list[FrameRecord] = []
+    for record in records(count):
+        batch.append(record)
+        if len(batch) == 20_000:
+            writer.append(batch)
+            batch = []
+    writer.append(batch)
+    writer.update(status="exited", exit_code=0, ended_ns=time.time_ns())
+    writer.checkpoint()
+    db.close()
+
+
+class Ui:
+    """An ``acp-proxy ui`` process on a database."""
+
+    def __init__(self, db: Path, log: Path) -> None:
+        argv = [sys.executable, "-m", "acp_proxy", "ui", "--no-open", "--db", str(db)]
+        self.log = log
+        with log.open("wb") as sink:
+            self.process = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=sink, env=env()
+            )
+        deadline = time.monotonic() + 60
+        while not (found := ADDRESS.search(log.read_bytes())):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"acp-proxy ui did not start: {log.read_text()}")
+            time.sleep(0.02)
+        self.url = found.group(1).decode()
+
+    def close(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, round(p / 100 * len(ordered) + 0.5) - 1))]
+
+
+# --------------------------------------------------------------------------- first screen
+
+
+def first_screen(browser: Any, folder: Path, count: int, repeat: int) -> dict[str, Any]:
+    import urllib.request
+
+    db = folder / f"frames-{count}.sqlite"
+    started = time.perf_counter()
+    make_recording(db, count)
+    built = time.perf_counter() - started
+    page_ms, api_ms, jump_ms = [], [], []
+    middle = count // 2
+    for index in range(repeat):
+        ui = Ui(db, folder / f"ui-{count}-{index}.log")
+        try:
+            # Alternate which comes first on the cold server: the page, or the bare API call.
+            context = browser.new_context(viewport={"width": 1400, "height": 820})
+            page = context.new_page()
+            if index % 2:
+                t = time.perf_counter()
+                with urllib.request.urlopen(ui.url + "api/connections/1/rows?limit=100") as r:
+                    r.read()
+                api_ms.append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            page.goto(f"{ui.url}#view=timeline&c=1")
+            page.wait_for_selector("#spacer .row", timeout=60_000)
+            page_ms.append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            page.goto(f"{ui.url}#view=timeline&c=1&f={middle}")
+            page.wait_for_selector(f'#spacer .row[data-seq="{_row_start(db, middle)}"]',
+                                   timeout=60_000)  # fmt: skip
+            jump_ms.append((time.perf_counter() - t) * 1000)
+            context.close()
+        finally:
+            ui.close()
+        if not index % 2:
+            ui = Ui(db, folder / f"ui-{count}-{index}-api.log")
+            try:
+                t = time.perf_counter()
+                with urllib.request.urlopen(ui.url + "api/connections/1/rows?limit=100") as r:
+                    r.read()
+                api_ms.append((time.perf_counter() - t) * 1000)
+            finally:
+                ui.close()
+    return {
+        "frames": count, "db_mb": db.stat().st_size / 1e6, "built_s": built,
+        "page_ms": page_ms, "api_ms": api_ms, "jump_ms": jump_ms,
+    }  # fmt: skip
+
+
+def _row_start(db: Path, seq: int) -> int:
+    """The first seq of the timeline row that holds ``seq`` (runs of chunks start earlier)."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        rows = con.execute(
+            "SELECT seq, update_kind, message_id FROM frame WHERE connection_id = 1 "
+            "AND seq <= ? ORDER BY seq DESC LIMIT 100",
+            (seq,),
+        ).fetchall()
+    finally:
+        con.close()
+    start, kind, message = rows[0]
+    if not (kind or "").endswith("_chunk"):
+        return int(start)
+    for other, other_kind, other_message in rows[1:]:
+        if (other_kind, other_message) != (kind, message):
+            break
+        start = other
+    return int(start)
+
+
+# --------------------------------------------------------------------------- live delay
+
+
+def live_delay(browser: Any, folder: Path, count: int) -> dict[str, Any]:
+    db = folder / "live.sqlite"
+    handle = connect(db)
+    writer = RecordingWriter.start(handle, NewConnection(["bench-agent"], "/", "bench", 1))
+    source = records(count)
+    writer.append([next(source)])
+    ui = Ui(db, folder / "ui-live.log")
+    committed: dict[int, float] = {}
+    try:
+        context = browser.new_context(viewport={"width": 1400, "height": 820})
+        page = context.new_page()
+        page.goto(f"{ui.url}#view=timeline&c={writer.connection_id}")
+        page.wait_for_selector("#spacer .row")
+        for record in source:
+            writer.append([record])
+            committed[record.seq] = time.time() * 1000
+            time.sleep(0.05)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            seen = page.evaluate("window.acpSeen")
+            if all(str(s) in seen for s in committed):
+                break
+            time.sleep(0.05)
+        context.close()
+    finally:
+        ui.close()
+        handle.close()
+    delays = [seen[str(s)] - at for s, at in committed.items() if str(s) in seen]
+    return {"frames": len(committed), "shown": len(delays), "delays_ms": delays}
+
+
+# --------------------------------------------------------------------------- forwarding
+
+
+def _follow(browser: Any, ui: Ui, db: Path, stop: threading.Event, opened: list[float]) -> None:
+    """Open a page on the first connection of ``db`` as soon as it exists; keep it open."""
+    del browser  # the sync Playwright API belongs to the thread that started it
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        own = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                         args=CHROMIUM_ARGS)  # fmt: skip
+        page = own.new_page()
+        page.goto(ui.url)
+        while not stop.is_set():
+            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+            try:
+                row = con.execute("SELECT max(id) FROM connection").fetchone()
+            finally:
+                con.close()
+            if row[0] is not None:
+                page.goto(f"{ui.url}#view=timeline&c={row[0]}")
+                opened.append(time.monotonic())
+                break
+            time.sleep(0.005)
+        while not stop.wait(0.1):
+            page.evaluate("1")
+        own.close()
+
+
+def forwarding(folder: Path, repeat: int, count: int) -> dict[str, Any]:
+    results: dict[str, list[float]] = {"record": [], "record + page": []}
+    ratios: list[float] = []
+    for index in range(repeat):
+        order = ["record", "record + page"] if index % 2 == 0 else ["record + page", "record"]
+        this: dict[str, float] = {}
+        for variant in order:
+            run = folder / f"forward-{index}-{variant.replace(' ', '')}"
+            run.mkdir()
+            db = run / "r.sqlite"
+            connect(db).close()
+            ui, stop, opened = None, threading.Event(), list[float]()
+            follower = None
+            if variant != "record":
+                ui = Ui(db, run / "ui.log")
+                follower = threading.Thread(target=_follow, args=(None, ui, db, stop, opened))
+                follower.start()
+                time.sleep(3)  # the browser is up and the page open on the list
+            argv = [sys.executable, "-m", "acp_proxy", "record", "--db", str(db), "--",
+                    sys.executable, str(perf_client.AGENT_SCRIPT)]  # fmt: skip
+            with (run / "stderr").open("wb") as sink:
+                result = perf_client.run_stream(argv, "small", count, stderr=sink)
+            stop.set()
+            if follower is not None:
+                follower.join()
+            if ui is not None:
+                ui.close()
+            if not result.ok or result.mbps is None:
+                raise SystemExit(f"{variant}: the run failed: {result.error}")
+            this[variant] = result.mbps
+            results[variant].append(result.mbps)
+            if variant != "record" and not opened:
+                raise SystemExit("the page never opened on the live connection")
+        ratios.append(this["record + page"] / this["record"])
+    return {"count": count, "mbps": results, "ratios": ratios}
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.perf.bench_ui", description=__doc__)
+    parser.add_argument("--frames", type=int, nargs="*", default=[100_000, 1_000_000],
+                        help="recording sizes for the first screen (none: skip it)")  # fmt: skip
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--live", type=int, default=200, help="frames (0: skip)")
+    parser.add_argument("--forward-repeat", type=int, default=5)
+    parser.add_argument("--forward-count", type=int, default=300_000)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    from playwright.sync_api import sync_playwright
+
+    folder = Path(tempfile.mkdtemp(prefix="acp-ui-bench-"))
+    report: dict[str, Any] = {"load": os.getloadavg()}
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                                 args=CHROMIUM_ARGS)  # fmt: skip
+            report["first_screen"] = [
+                first_screen(browser, folder, n, args.repeat) for n in args.frames
+            ]
+            if args.live:
+                report["live"] = live_delay(browser, folder, args.live)
+            browser.close()
+        if args.forward_repeat:
+            report["forwarding"] = forwarding(folder, args.forward_repeat, args.forward_count)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    if report["first_screen"]:
+        print("| frames | database | first screen (page) | first rows (API) | jump to middle |")
+        print("|---:|---:|---:|---:|---:|")
+    for part in report["first_screen"]:
+        page, api, jump = (median(part[k]) for k in ("page_ms", "api_ms", "jump_ms"))
+        print(f"| {part['frames']:,} | {part['db_mb']:.0f} MB | {page:.0f} ms | {api:.0f} ms "
+              f"| {jump:.0f} ms |")  # fmt: skip
+    if "live" in report:
+        live = report["live"]["delays_ms"]
+        print(f"\nlive delay, commit to page, {len(live)} frames: median {median(live):.0f} ms, "
+              f"p95 {percentile(live, 95):.0f} ms, max {max(live):.0f} ms")  # fmt: skip
+    if "forwarding" in report:
+        f = report["forwarding"]
+        print(f"\nforwarding {f['count']:,} small frames, {len(f['ratios'])} repeats: "
+              f"record {median(f['mbps']['record']):.1f} MB/s, record + page "
+              f"{median(f['mbps']['record + page']):.1f} MB/s, ratio {median(f['ratios']):.3f} "
+              f"(per repeat: {', '.join(f'{r:.3f}' for r in f['ratios'])})")  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

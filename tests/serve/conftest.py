@@ -1,0 +1,150 @@
+"""Shared machinery of the inspector's tests: a real ``acp-proxy ui`` process and a real browser.
+
+The server runs as ``python -m acp_proxy ui`` (this checkout first on PYTHONPATH), and its
+address is read from its stderr, as a user would. The browser is Debian's chromium
+(``.ci/install-chromium``) driven by Playwright, which never downloads a browser of its own.
+``ACP_PROXY_SCREENSHOTS=DIR`` makes the browser tests save PNGs of each view there (docs/ui
+holds the committed ones); without it nothing is written outside the test's folders.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import peers_dir, python_examples  # noqa: F401 (fixtures)
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]  # fmt: skip
+ADDRESS = re.compile(rb"acp-proxy: ui at (http://\S+)")
+START_S = 30.0
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def env() -> dict[str, str]:
+    environ = dict(os.environ)
+    environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), environ.get("PYTHONPATH")) if p)
+    return environ
+
+
+def wait_for(check: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
+    """Poll ``check`` until it returns something true, or fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.02)
+
+
+@dataclass
+class Served:
+    url: str  # http://127.0.0.1:PORT/TOKEN/
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def port(self) -> int:
+        return int(self.url.split(":")[2].split("/")[0])
+
+    @property
+    def token(self) -> str:
+        return self.url.rstrip("/").rsplit("/", 1)[1]
+
+
+def start_ui(args: list[str], log: Path) -> Served:
+    argv = [sys.executable, "-m", "acp_proxy", "ui", "--no-open", *args]
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=sink, env=env()
+        )
+
+    def address() -> str | None:
+        if process.poll() is not None:
+            pytest.fail(f"acp-proxy ui exited {process.returncode}: {log.read_text()}")
+        match = ADDRESS.search(log.read_bytes())
+        return match.group(1).decode() if match else None
+
+    url = wait_for(address, "the ui's address on stderr", START_S)
+    return Served(url, process, log)
+
+
+@pytest.fixture
+def serve_ui(tmp_path: Path) -> Iterator[Callable[..., Served]]:
+    started: list[Served] = []
+
+    def start(*args: str) -> Served:
+        served = start_ui(list(args), tmp_path / f"ui-{len(started)}.log")
+        started.append(served)
+        return served
+
+    yield start
+    for served in started:
+        served.process.terminate()
+        try:
+            served.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            served.process.kill()
+            served.process.wait()
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    if shutil.which("chromium") is None or not Path(CHROMIUM).exists():
+        if in_ci():
+            pytest.fail("chromium is missing: .ci/install-chromium installs it")
+        pytest.skip("chromium is missing: run .ci/install-chromium")
+    return CHROMIUM
+
+
+@pytest.fixture(scope="module")
+def browser(chromium: str) -> Iterator[Any]:
+    # Per module: Playwright's sync API keeps an event loop running in this thread while it is
+    # open, and other modules here (the MCP server's tests) call asyncio.run.
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=chromium, headless=True, args=CHROMIUM_ARGS
+        )
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1400, "height": 820})
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    opened.errors = errors
+    yield opened
+    context.close()
+    assert not errors, f"the page raised: {errors}"
+
+
+def screenshot(page: Any, name: str) -> None:
+    """Save a PNG of the page under ``$ACP_PROXY_SCREENSHOTS`` (only when it is set)."""
+    folder = os.environ.get("ACP_PROXY_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / f"{name}.png"))
