@@ -1,9 +1,10 @@
 """Forwarding: one thread per direction moving bytes as they arrive, tapping each chunk.
 
 Rules:
-- Each direction is one loop in its own thread: ``poll`` on the source and a stop pipe,
-  ``os.read`` of whatever is there (never waiting for a line or a full buffer), ``tap.put`` of
-  the chunk, ``os.write`` of the same bytes. Nothing looks inside the bytes on this path.
+- Each direction is one loop in its own thread: a non-blocking ``readv`` of whatever is there
+  into one reusable buffer (never waiting for a line or a full buffer; ``poll`` on the source
+  and a stop pipe only when it is empty), ``tap.put_view`` of the chunk into the shared-memory
+  ring, ``os.write`` of the same bytes. Nothing looks inside the bytes on this path.
 - The chunk is queued for the recorder before it is written on: once the peer can see the
   bytes it can answer, and the answer must never get an earlier place in the timeline.
 - A destination that goes away (EPIPE) stops the forwarding, not the reading: what the peer
@@ -49,7 +50,7 @@ def pump(
     The source is read without blocking while it has data (one system call per chunk), and
     waited for with ``poll`` (with the stop pipe) only when it is empty. Reads go into one
     reusable buffer (no allocation per chunk; large reads would otherwise pay for fresh pages
-    every time); the tap copies the bytes into its pipe.
+    every time); the tap copies the bytes into its ring.
     """
     poller = select.poll()
     poller.register(source, select.POLLIN)

@@ -50,9 +50,8 @@ BATCH_BYTES = 1024 * 1024
 IDLE_SECONDS = 0.25
 # When to record (see ChunkQueue.take): after a pause of QUIET_SECONDS in the traffic, or once
 # chunks have waited PATIENCE_SECONDS, or once ENOUGH_BYTES wait. While a stream flows the
-# recorder keeps off the cores the peers and the forwarding threads need (measured: 186 B
-# frames 0.76x -> 0.85x of direct, docs/performance.md), and `tail -f` still moves four times
-# a second.
+# recorder keeps off the cores the peers and the forwarding threads need (measured in
+# docs/performance.md), and `tail -f` still moves several times a second.
 QUIET_SECONDS = 0.005
 PATIENCE_SECONDS = 0.25
 ENOUGH_BYTES = 64 * 1024 * 1024

@@ -11,9 +11,9 @@ Rules:
   ``drain`` seconds), then whatever still blocks is stopped. No thread is left behind: stopping
   the forwarding ends the client-side loop, which releases the watcher.
 - Plain threads, not an event loop: the lifetime is a handful of waits, and the proxy process
-  is the one place where every microsecond of every round trip counts. Measured with anyio's
-  loop here (docs/performance.md): its imports and its running loop added about +20 us to the
-  median and +40 to +80 us to the 99th percentile of a round trip, and 11 MB of memory.
+  is the one place where every microsecond of every round trip counts. An event loop here
+  costs round-trip latency and memory (measured: docs/performance.md), so record/ never
+  imports anyio or asyncio (tests/test_layering.py).
 - The result is how the agent ended (``AgentExit``); the proxy exits with its status.
 - The proxy's own words go to the ``report`` callback (stderr), never to stdout.
 """

@@ -79,10 +79,10 @@ DIRECTIONS_BY_CODE = {code: direction for direction, code in DIRECTION_CODES.ite
 
 # The largest chunk a forwarding thread reads (forward.CHUNK_SIZE) must fit in the ring, and
 # so must the chunks that arrive while the reader waits for a core: a stream gives reads of
-# about half a megabyte, and a 2 MiB ring made forwarding wait for room 0 to 5 times per 80 MB
-# of 4 KB frames (15 repeats), 4 MiB 0 or 1 time. The ring counts in the resident memory of
-# both processes as far as it is written (see RESTART_OFFSET), so it stays this small: 8 MiB
-# took the pair to 91 MB with 16 MiB frames, 4 MiB to 83 MB (the bound is 100 MB).
+# about half a megabyte, and a smaller ring made forwarding wait for room during a stream.
+# The ring counts in the resident memory of both processes as far as it is written (see
+# RESTART_OFFSET), so it stays no larger than that needs (docs/performance.md has the
+# measurements behind the size).
 RING_BYTES = 4 * 1024 * 1024
 MAX_CHUNK = 1024 * 1024
 _CONTROL_BYTES = 4096  # the control words, each on its own cache line, before the data
@@ -102,8 +102,8 @@ READ_BATCH_BYTES = 1024 * 1024
 # While chunks arrive at BUSY_BYTES_PER_SECOND or more (a stream) the reader looks every
 # ACTIVE_POLL_SECONDS, so that it keeps up; while they trickle (interactive traffic) only every
 # TRICKLE_POLL_SECONDS: each look wakes a normal-priority thread that can preempt a peer, and
-# looking every 2 ms during a ping-pong cost 50 to 70 us of p99 round trip (21 repeats: p99
-# 255 -> 199 us, relay-only 173 us). A look that finds STREAM_LOOK_BYTES, even after a long
+# looking at a stream's pace during a ping-pong shows in the round trip's tail
+# (docs/performance.md). A look that finds STREAM_LOOK_BYTES, even after a long
 # wait, means a stream too; and at the trickle's pace a writer wakes the reader as soon as
 # that much waits (at half full otherwise), so the start of a stream is taken at once.
 ACTIVE_POLL_SECONDS = 0.002

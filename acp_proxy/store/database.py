@@ -1,4 +1,4 @@
-"""The recording database: the only module that speaks SQL.
+"""The recording database: schema, migrations, the writer. SQL lives in store/ and only there.
 
 Rules:
 - One SQLite file holds many connections. WAL mode, ``synchronous=NORMAL``: a crash of the
