@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -155,3 +156,13 @@ def test_every_module_states_its_rules() -> None:
 def test_no_module_is_left_at_the_top_but_the_shared_few() -> None:
     top = sorted(path.name for path in PACKAGE.glob("*.py"))
     assert top == ["__init__.py", "__main__.py", "errors.py", "paths.py", "stderr.py"]
+
+
+def test_code_names_no_issues_and_quotes_no_measurements() -> None:
+    """Comments and docstrings state rules: history lives in git, figures in docs/."""
+    history = re.compile(r"\bissue\s*#?\d+|\(#\d+\)", re.IGNORECASE)
+    measured = re.compile(r"\d+(\.\d+)?\s?(us|µs)\b.*\b(p50|p99|median|repeats?)\b")
+    for path in _modules():
+        text = path.read_text()
+        assert not history.search(text), f"{_name(path)} names an issue"
+        assert not measured.search(text), f"{_name(path)} quotes a measurement"
