@@ -7,7 +7,8 @@ Rules:
 - Only those schema files are extracted (``tarfile`` data filter), verified
   (``schema_files.verify``), and then moved whole into ``<cache>/<package version>/`` with a
   ``SOURCE.json`` naming the package, version, tarball and file digests. A half-installed
-  folder is never visible: the final rename is atomic.
+  folder is never visible: the final rename is atomic. Folders are 0700 and files 0600, as
+  everything acp-proxy creates.
 - Idempotent: a version already installed and still verifying is reported, not fetched again
   (``force`` fetches anyway).
 - Failures (no npm, unknown version, no registry) become ``SchemasUnavailable``, one line.
@@ -51,7 +52,7 @@ def fetch(spec: str, root: Path, *, npm: str | None = None, force: bool = False)
     npm = npm or shutil.which("npm")
     if npm is None:
         raise SchemasUnavailable("npm is not installed: install Node.js (npm), then run again")
-    root.mkdir(parents=True, exist_ok=True)
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=root, prefix=".fetch-") as scratch:
         tarball = _pack(npm, f"{PACKAGE}@{spec}", Path(scratch))
         staging = Path(scratch) / "staging"
@@ -64,11 +65,19 @@ def fetch(spec: str, root: Path, *, npm: str | None = None, force: bool = False)
             "files": {str(f.path.relative_to(staging)): f.sha256 for f in files},
         }  # fmt: skip
         (staging / "SOURCE.json").write_bytes(orjson.dumps(source, option=orjson.OPT_INDENT_2))
+        _make_private(staging)
         target = root / version
         if target.exists():
             shutil.rmtree(target)
         os.replace(staging, target)
     return Installed(version, target, verify(target)[1], fetched=True)
+
+
+def _make_private(folder: Path) -> None:
+    """Folders 0700 and files 0600, as everything acp-proxy creates."""
+    folder.chmod(0o700)
+    for path in folder.rglob("*"):
+        path.chmod(0o700 if path.is_dir() else 0o600)
 
 
 def _pack(npm: str, package: str, folder: Path) -> Path:

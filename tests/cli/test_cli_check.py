@@ -152,6 +152,10 @@ def test_schemas_fetch_installs_verifies_and_is_idempotent(tmp_path: Path) -> No
     folder = tmp_path / "c" / "acp-proxy" / "schemas" / "9.9.9"
     assert sorted(p.name for p in folder.iterdir()) == ["SOURCE.json", "v1", "v2"]
     assert not (folder / "LICENSE").exists()
+    modes = {p.relative_to(folder).as_posix(): p.stat().st_mode & 0o777 for p in folder.rglob("*")}
+    assert modes
+    assert all(m == (0o700 if (folder / n).is_dir() else 0o600) for n, m in modes.items())
+    assert folder.stat().st_mode & 0o777 == 0o700
     second = invoke("schemas", "fetch", "--version", "9.9.9", env=env)
     assert second.output.startswith("already installed:")
     listed = invoke("schemas", "list", env=env)
