@@ -281,5 +281,6 @@ def demo(db: Path | None, label: str, prompts: tuple[str, ...]) -> None:
     sys.stdout.flush()
     database = connect(db_path, create=False)
     summary = summarize(database, resolve_ref(database, label))
-    click.echo("\n" + render_summary(summary, db_path), nl=False)
+    has_datasette = importlib.util.find_spec("datasette") is not None
+    click.echo("\n" + render_summary(summary, db_path, datasette_installed=has_datasette), nl=False)
     sys.exit(status)

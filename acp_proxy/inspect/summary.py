@@ -21,16 +21,20 @@ def _ending(summary: ConnectionSummary) -> str:
         return f"killed by signal {summary.exit_signal}"
     if summary.exit_code is not None:
         return f"exit status {summary.exit_code}"
+    if summary.status == "spawn_failed" and summary.error:
+        return f"did not start ({summary.error})"
     return summary.status
 
 
-def render_summary(summary: ConnectionSummary, db_path: Path) -> str:
+def render_summary(
+    summary: ConnectionSummary, db_path: Path, *, datasette_installed: bool = True
+) -> str:
     db = shlex.quote(str(db_path))
     label = f" ({summary.label})" if summary.label else ""
     duration = f", {summary.duration_ms / 1000:.2f} s" if summary.duration_ms else ""
     lines = [
         f"Recorded connection {summary.connection_id}{label} in {db_path}",
-        f"  agent:   {peer(summary.agent_info)}",
+        f"  agent:   {peer(summary.agent_info, summary.argv)}",
         f"  client:  {peer(summary.client_info)}",
         f"  protocol version {summary.protocol_version}; {_ending(summary)}{duration}",
         f"  frames:  {summary.frames['c2a']} client->agent, {summary.frames['a2c']} "
@@ -52,6 +56,7 @@ def render_summary(summary: ConnectionSummary, db_path: Path) -> str:
         "Look further:",
         f'  sqlite3 {db} "SELECT seq, direction, kind, method, update_kind FROM frames {where}"',  # noqa: S608
         f'  sqlite-utils {db} "SELECT * FROM rpc_calls {where}" --table',  # noqa: S608
-        f"  datasette {db}",
+        f"  datasette {db}"
+        + ("" if datasette_installed else "    (install it: pip install 'acp-proxy[demo]')"),
     ]
     return visible("\n".join(lines), lines=True) + "\n"

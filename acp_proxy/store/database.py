@@ -38,7 +38,7 @@ import sqlite3
 import time
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -778,14 +778,16 @@ class ConnectionSummary:
     calls: list[tuple[str, str, str | None, float | None]]  # caller, method, outcome, ms
     updates: list[tuple[str, int]]
     prompt_turns: list[tuple[str | None, str | None, float | None]]  # session, stop, ms
+    argv: list[str] = field(default_factory=list)  # the agent's command line
+    error: str | None = None  # why the agent did not start
 
 
 def summarize(db: sqlite3.Connection, connection_id: int) -> ConnectionSummary:
     """Read the summary of one connection (see ``ConnectionSummary``)."""
     row = db.execute(
         "SELECT label, status, exit_code, exit_signal, protocol_version, client_info, "
-        "agent_info, (ended_ns - started_ns) / 1e6, frames_c2a, frames_a2c, lines_stderr "
-        "FROM connection WHERE id = ?",
+        "agent_info, (ended_ns - started_ns) / 1e6, frames_c2a, frames_a2c, lines_stderr, "
+        "argv, error FROM connection WHERE id = ?",
         (connection_id,),
     ).fetchone()
     if row is None:
@@ -811,7 +813,7 @@ def summarize(db: sqlite3.Connection, connection_id: int) -> ConnectionSummary:
         agent_info=_loads(row[6]), duration_ms=row[7],
         frames={"c2a": row[8], "a2c": row[9], "stderr": row[10]},
         calls=[tuple(c) for c in calls], updates=[tuple(u) for u in updates],
-        prompt_turns=[tuple(t) for t in turns],
+        prompt_turns=[tuple(t) for t in turns], argv=_loads(row[11]) or [], error=row[12],
     )  # fmt: skip
 
 

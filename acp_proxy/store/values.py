@@ -46,7 +46,7 @@ class ConnectionRow:
         if self.exit_code is not None:
             return f"exit {self.exit_code}"
         if self.status == "spawn_failed":
-            return "did not start"
+            return f"did not start ({self.error})" if self.error else "did not start"
         return self.status
 
 

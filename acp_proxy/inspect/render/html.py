@@ -84,8 +84,9 @@ def render_html(
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
         f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>\n<h1>{_e(title)}</h1>\n"
     )
+    argv = connection.argv if connection is not None else None
     facts = [
-        ("Agent", present.peer(view.agent_info)), ("Client", present.peer(view.client_info)),
+        ("Agent", present.peer(view.agent_info, argv)), ("Client", present.peer(view.client_info)),
         ("Protocol version", str(view.protocol_version)), ("Frames", str(view.frames)),
     ]  # fmt: skip
     if connection is not None:

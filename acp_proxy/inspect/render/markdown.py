@@ -139,7 +139,7 @@ def _version(view: TranscriptView) -> str:
 def _header(page: _Page, view: TranscriptView, connection: ConnectionRow | None) -> None:
     title = "ACP conversation"
     facts = [
-        f"- Agent: {text(present.peer(view.agent_info))}",
+        f"- Agent: {text(present.peer(view.agent_info, connection.argv if connection else None))}",
         f"- Client: {text(present.peer(view.client_info))}",
         f"- Protocol version: {_version(view)}",
     ]

@@ -138,13 +138,14 @@ def connection_line(
 ) -> str:
     label = f" {style(visible(row.label), fg='cyan')}" if row.label else ""
     ending = row.ending
-    ending_style = style(ending, fg="green" if ending in ("exit 0", "running") else "red")
+    ending_style = style(visible(ending), fg="green" if ending in ("exit 0", "running") else "red")
     problems = style(f", {errors} errors", fg="red") if errors else ""
     if incomplete(row):
         problems += style(f", incomplete: {row.frames_lost} frames lost", fg="red")
     return (
         f"{style(str(row.id), bold=True):>4}{label}  {present.wall(row.started_ns)}  "
-        f"{visible(present.peer(row.agent_info))} <- {visible(present.peer(row.client_info))}  "
+        f"{visible(present.peer(row.agent_info, row.argv))} <- "
+        f"{visible(present.peer(row.client_info))}  "
         f"v{row.protocol_version if row.protocol_version is not None else '?'}  "
         f"{frames} frames  {prompts} turns  {present.duration(duration_ns)}  "
         f"{ending_style}{problems}"

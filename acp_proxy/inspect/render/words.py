@@ -39,11 +39,26 @@ def wall(ns: int | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def peer(info: Any) -> str:
-    """``title version`` (or name) of a clientInfo/agentInfo object."""
-    if not isinstance(info, dict):
-        return "unnamed"
-    name = info.get("title") or info.get("name") or "unnamed"
+COMMAND_WIDTH = 40
+
+
+def command(argv: Any, width: int = COMMAND_WIDTH) -> str:
+    """A recorded command line, short: the program's file name, then its arguments, cut."""
+    if not isinstance(argv, list | tuple) or not argv:
+        return ""
+    words = [str(argv[0]).rsplit("/", 1)[-1], *(str(a) for a in argv[1:])]
+    text = " ".join(" ".join(w.split()) or "''" for w in words)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def peer(info: Any, argv: Any = None) -> str:
+    """``title version`` (or name) of a clientInfo/agentInfo object.
+
+    A peer that sent none is named by its command line when it is known, else ``unnamed``.
+    """
+    name = info.get("title") or info.get("name") if isinstance(info, dict) else None
+    if not name:
+        return command(argv) or "unnamed"
     version = info.get("version")
     return f"{name} {version}" if version else str(name)
 

@@ -1,0 +1,69 @@
+"""A peer that sends no agentInfo/clientInfo is named by its command; a failed start says why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from acp_proxy.cli.main import main as cli
+from acp_proxy.inspect.render import words
+from acp_proxy.inspect.summary import render_summary
+from acp_proxy.store.database import NewConnection, RecordingWriter, connect, summarize
+from tests.support.helpers import C2A, line, observe_all
+
+AGENT_ARGV = ["/opt/tools/bin/my-agent", "--acp", "--model", "a-very-long-model-name-indeed"]
+
+
+def test_command_is_program_name_and_arguments_cut() -> None:
+    assert words.command(["/usr/bin/gemini", "--experimental-acp"]) == "gemini --experimental-acp"
+    shortened = words.command(AGENT_ARGV)
+    assert shortened.startswith("my-agent --acp --model ")
+    assert shortened.endswith("…")
+    assert len(shortened) == words.COMMAND_WIDTH
+    assert words.command(["npx", "a\nb", ""]) == "npx a b ''"
+    assert words.command([]) == ""
+
+
+def test_peer_prefers_info_then_command_then_unnamed() -> None:
+    assert words.peer({"name": "zed", "version": "1.0"}, AGENT_ARGV) == "zed 1.0"
+    assert words.peer(None, ["goose", "acp"]) == "goose acp"
+    assert words.peer({"version": "3"}, ["goose", "acp"]) == "goose acp"
+    assert words.peer(None) == "unnamed"
+
+
+def _recording(db_path: Path) -> None:
+    db = connect(db_path)
+    hello = line({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}})
+    observer, records = observe_all([(C2A, hello)])
+    writer = RecordingWriter.start(db, NewConnection(AGENT_ARGV, "/", "test", 1, label="nameless"))
+    writer.append(records, facts=observer.facts())
+    failed = RecordingWriter.start(db, NewConnection(["no-such-agent"], "/", "test", 1))
+    failed.update(status="spawn_failed", error="cannot run 'no-such-agent': command not found")
+    db.close()
+
+
+def test_ls_show_and_summary_name_the_agent_by_its_command(db_path: Path) -> None:
+    _recording(db_path)
+    result = CliRunner().invoke(cli, ["ls", "--db", str(db_path)])
+    assert result.exit_code == 0, result.output
+    first, second = result.output.splitlines()
+    assert "my-agent --acp --model" in first
+    assert "unnamed <- unnamed" not in first
+    assert "did not start (cannot run 'no-such-agent': command not found)" in second
+    db = connect(db_path, create=False)
+    summary = render_summary(summarize(db, 2), db_path)
+    assert "agent:   no-such-agent" in summary
+    assert "did not start (cannot run 'no-such-agent': command not found)" in summary
+    markdown = CliRunner().invoke(cli, ["export", "nameless", "--db", str(db_path)])
+    assert "- Agent: my-agent --acp" in markdown.output, markdown.output
+
+
+def test_summary_says_how_to_get_datasette_when_missing(db_path: Path) -> None:
+    _recording(db_path)
+    db = connect(db_path, create=False)
+    summary = summarize(db, 1)
+    assert "pip install 'acp-proxy[demo]'" in render_summary(
+        summary, db_path, datasette_installed=False
+    )
+    assert "pip install" not in render_summary(summary, db_path)
