@@ -61,6 +61,8 @@ LAZY_COMMANDS: dict[str, str] = {
     "redact": "acp_proxy.cli.share:redact_command",
     "bundle": "acp_proxy.cli.share:bundle_command",
     "ui": "acp_proxy.cli.ui:ui_command",
+    "delete": "acp_proxy.cli.tidy:delete_command",
+    "prune": "acp_proxy.cli.tidy:prune_command",
 }
 
 

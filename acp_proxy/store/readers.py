@@ -159,9 +159,16 @@ def frames(
     after_seq: int = 0,
     limit: int | None = None,
     newest: bool = False,
+    until_seq: int | None = None,
 ) -> Iterator[FrameRow]:
-    """Frames of one connection in ``seq`` order, streamed (``newest``: the last ``limit``)."""
+    """Frames of one connection in ``seq`` order, streamed (``newest``: the last ``limit``).
+
+    ``after_seq`` is exclusive, ``until_seq`` inclusive.
+    """
     clauses, values = (where or FrameFilter()).where()
+    if until_seq is not None:
+        clauses += " AND f.seq <= ?"
+        values.append(until_seq)
     order = " ORDER BY f.seq DESC LIMIT ?" if newest else " ORDER BY f.seq LIMIT ?"
     cursor = db.execute(
         _FRAME_SELECT + "WHERE f.connection_id = ? AND f.seq > ?" + clauses + order,
@@ -177,6 +184,27 @@ def frames(
 def last_seq(db: sqlite3.Connection, connection_id: int) -> int:
     row = db.execute("SELECT max(seq) FROM frame WHERE connection_id = ?", (connection_id,))
     return int(row.fetchone()[0] or 0)
+
+
+def holds_recordings(db: sqlite3.Connection) -> bool:
+    """Whether the database has its tables yet (a file just created may not)."""
+    row = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'connection'")
+    return row.fetchone() is not None
+
+
+def connection_count(db: sqlite3.Connection) -> int:
+    return int(db.execute("SELECT count(*) FROM connection").fetchone()[0])
+
+
+def newest_connection_id(db: sqlite3.Connection) -> int:
+    """The id of the newest connection, 0 when there is none."""
+    return int(db.execute("SELECT coalesce(max(id), 0) FROM connection").fetchone()[0])
+
+
+def connection_after(db: sqlite3.Connection, connection_id: int) -> int | None:
+    """The id of the first connection newer than ``connection_id``, if one exists yet."""
+    row = db.execute("SELECT min(id) FROM connection WHERE id > ?", (connection_id,)).fetchone()
+    return None if row[0] is None else int(row[0])
 
 
 def first_mono_ns(db: sqlite3.Connection, connection_id: int) -> int | None:

@@ -44,7 +44,10 @@ def test_ls_lists_connections_and_sessions(recorded: Path) -> None:
         (1, 1, 1),
         (2, 2, 1),
     ]
-    assert len(run(recorded, "ls", "-n", "1").output.splitlines()) == 2
+    last_two = run(recorded, "ls", "-n", "1").output.splitlines()
+    assert len(last_two) == 3
+    assert last_two[-1].startswith(f"{recorded}: 2 connections, ")
+    assert last_two[-1].endswith(" KB")
 
 
 def test_show_is_one_line_per_frame_with_latency(recorded: Path) -> None:
@@ -69,7 +72,8 @@ def test_show_filters(recorded: Path) -> None:
     assert seqs("v1", "--kind", "agent_message_chunk") == [11]
     assert seqs("v1", "--grep", "Hello") == [11]
     assert seqs("v2", "--session", "sess_abc123def456", "--kind", "state_update") == [8, 20, 22, 26]
-    assert seqs("v1", "--from", "10", "-n", "2") == [11, 12]
+    assert seqs("v1", "--from", "10", "-n", "2") == [10, 11]  # inclusive
+    assert seqs("v1", "--from", "10", "--to", "12") == [10, 11, 12]
     assert seqs("v1", "--direction", "stderr") == [3]
 
 

@@ -4,13 +4,15 @@ Rules:
 - Pure formatting: values in, strings out (styled with ANSI codes; ``click.echo`` drops
   the colour when the output is not a terminal).
 - One frame is one line (``frame_line``), so ``show`` and ``tail`` stream and ``grep`` works
-  on their output. Previews are cut at ``PREVIEW`` characters and never contain a newline.
+  on their output. Previews are cut at ``PREVIEW`` characters (on a terminal, to what its
+  width leaves) and never contain a newline.
 - ``frame_json`` is the machine-readable form of a frame (``--json``): one object per line.
 """
 
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any
 
 import orjson
@@ -22,6 +24,8 @@ from acp_proxy.inspect.transcript.values import PromptTurn
 from acp_proxy.store.values import ConnectionRow, FrameRow
 
 PREVIEW = 100
+MIN_PREVIEW = 8  # narrower than this, a preview says nothing: the line goes without
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
 DIRECTION_STYLE = {"c2a": ("c2a", "cyan"), "a2c": ("a2c", "green"), "stderr": ("err", "yellow")}
 KIND_COLOURS = {"error": "red", "unparseable": "red", "invalid": "red", "response": "blue"}
 
@@ -76,7 +80,30 @@ def preview(frame: FrameRow) -> str:
     return _cut(present.to_json(result)) if result not in (None, {}) else ""
 
 
-def frame_line(frame: FrameRow, first_ns: int | None) -> str:
+def _visible(parts: list[str]) -> int:
+    return len(_SGR.sub("", " ".join(parts)))
+
+
+def fit(line: str, width: int) -> str:
+    """``line`` cut to ``width`` visible columns (its SGR codes kept, a reset after a cut)."""
+    if len(_SGR.sub("", line)) <= width:
+        return line
+    out: list[str] = []
+    shown = 0
+    position = 0
+    for match in _SGR.finditer(line):
+        text = line[position : match.start()]
+        if shown + len(text) >= width:
+            out.append(text[: max(width - 1 - shown, 0)])
+            return "".join(out) + "…\x1b[0m"
+        out += [text, match.group()]
+        shown += len(text)
+        position = match.end()
+    return "".join(out) + line[position:][: max(width - 1 - shown, 0)] + "…\x1b[0m"
+
+
+def frame_line(frame: FrameRow, first_ns: int | None, width: int | None = None) -> str:
+    """One frame on one line; with ``width`` (a terminal's), the preview is cut to fit it."""
     elapsed = (frame.mono_ns - first_ns) / 1e9 if first_ns is not None else 0.0
     label, colour = DIRECTION_STYLE.get(frame.direction, (frame.direction, "white"))
     kind = style(f"{frame.kind:<12}", fg=KIND_COLOURS.get(frame.kind))
@@ -92,12 +119,15 @@ def frame_line(frame: FrameRow, first_ns: int | None) -> str:
         parts.append(style(visible(frame.stop_reason), fg="yellow"))
     if frame.latency_ns is not None:
         parts.append(style(present.duration(frame.latency_ns), fg="cyan"))
+    flags = [style(",".join(frame.flags), fg="red")] if frame.flags else []
     text = preview(frame)
+    if text and width is not None:
+        room = width - _visible(parts + flags) - 1
+        text = _cut(text, room) if room >= MIN_PREVIEW else ""
     if text:
         parts.append(style(text, dim=True))
-    if frame.flags:
-        parts.append(style(",".join(frame.flags), fg="red"))
-    return " ".join(parts)
+    line = " ".join(parts + flags)
+    return line if width is None else fit(line, width)
 
 
 def frame_json(frame: FrameRow, first_ns: int | None) -> str:

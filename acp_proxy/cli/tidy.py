@@ -1,0 +1,127 @@
+"""Keeping the database tidy: ``delete REF...`` and ``prune``. Wiring only.
+
+Rules:
+- Never a live connection (store/tidy.py decides what is live): ``delete`` naming one refuses
+  it and removes nothing; ``prune`` passes over it.
+- What was removed, and how much space came back, is said on stdout in one line; ``--dry-run``
+  says what would go and changes nothing. An unknown REF is a user mistake (exit 2) before
+  anything is removed.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from acp_proxy.cli.main import db_option, resolve_db
+from acp_proxy.inspect.render import words as present
+from acp_proxy.stderr import report
+from acp_proxy.store import tidy
+from acp_proxy.store.database import connect, resolve_ref
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+
+
+def parse_age(text: str) -> float:
+    """Seconds in ``30d``, ``12h``, ``2w``, ``90m``, ``45s`` (a bare number is days)."""
+    if text.strip().replace(".", "", 1).isdigit():
+        return float(text) * _UNITS["d"]
+    match = _AGE.match(text.lower())
+    if match is None:
+        raise click.BadParameter(f"{text!r} is not an age such as 30d, 12h, 2w, 90m")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+def human_bytes(size: int) -> str:
+    value = float(size)
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} bytes"
+
+
+def _said(removed: tidy.Removed, db_path: Path) -> str:
+    ids = ", ".join(str(i) for i in removed.connections)
+    noun = "connection" if len(removed.connections) == 1 else "connections"
+    line = (
+        f"deleted {len(removed.connections)} {noun} ({ids}): {removed.frames} frames, "
+        f"{removed.findings} findings"
+    )
+    if removed.reclaimed is None:
+        return f"{line}; space not reclaimed ({removed.vacuum_error}): run prune again later"
+    return f"{line}; {human_bytes(removed.reclaimed)} reclaimed, {db_path} is now " + human_bytes(
+        tidy.database_bytes(db_path)
+    )
+
+
+def _describe(candidate: tidy.Candidate) -> str:
+    label = f" ({candidate.label})" if candidate.label else ""
+    return f"{candidate.id}{label}  {present.wall(candidate.started_ns)}"
+
+
+@click.command("delete")
+@db_option
+@click.argument("refs", nargs=-1, required=True)
+@click.option("--dry-run", is_flag=True, help="Say what would be deleted; change nothing.")
+def delete_command(db: Path | None, refs: tuple[str, ...], dry_run: bool) -> None:
+    """Delete recordings with their frames and findings, then reclaim the space.
+
+    REF: a connection id, session id, label or uid; `last` is the newest. A connection that
+    is still being recorded is refused (nothing is deleted).
+    """
+    db_path = resolve_db(db)
+    database = connect(db_path, create=False)
+    ids = sorted({resolve_ref(database, ref) for ref in refs})
+    live = [c for c in tidy.candidates(database, ids) if tidy.is_live(c)]
+    if live:
+        report(
+            f"connection {', '.join(str(c.id) for c in live)} is still being recorded: "
+            "nothing deleted"
+        )
+        sys.exit(2)
+    if dry_run:
+        for candidate in tidy.candidates(database, ids):
+            click.echo(f"would delete {_describe(candidate)}")
+        return
+    click.echo(_said(tidy.remove(database, db_path, ids), db_path))
+
+
+@click.command("prune")
+@db_option
+@click.option("--older-than", "older_than", metavar="AGE",
+              help="Remove recordings started more than AGE ago: 30d, 12h, 2w, 90m.")  # fmt: skip
+@click.option("--keep", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Always keep the newest N recordings, whatever their age.")  # fmt: skip
+@click.option("--dry-run", is_flag=True, help="Say what would be removed; change nothing.")
+def prune_command(db: Path | None, older_than: str | None, keep: int, dry_run: bool) -> None:
+    """Remove old recordings with their frames and findings, then reclaim the space.
+
+    Removes those started more than --older-than ago, except the newest --keep; give at
+    least one of the two. Connections still being recorded are never removed.
+
+        acp-proxy prune --older-than 30d --keep 20 --dry-run
+    """
+    if older_than is None and not keep:
+        raise click.UsageError("say what to prune: --older-than AGE and/or --keep N")
+    before_ns = None
+    if older_than is not None:
+        before_ns = time.time_ns() - int(parse_age(older_than) * 1e9)
+    db_path = resolve_db(db)
+    database = connect(db_path, create=False)
+    chosen = tidy.prune_candidates(
+        tidy.candidates(database), before_ns=before_ns, keep=keep, alive=tidy.process_alive
+    )
+    if not chosen:
+        click.echo("nothing to prune")
+        return
+    if dry_run:
+        for candidate in chosen:
+            click.echo(f"would delete {_describe(candidate)}")
+        return
+    click.echo(_said(tidy.remove(database, db_path, [c.id for c in chosen]), db_path))
