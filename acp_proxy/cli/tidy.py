@@ -4,8 +4,8 @@ Rules:
 - Never a live connection (store/tidy.py decides what is live): ``delete`` naming one refuses
   it and removes nothing; ``prune`` passes over it.
 - What was removed, and how much space came back, is said on stdout in one line; ``--dry-run``
-  says what would go and changes nothing. An unknown REF is a user mistake (exit 2) before
-  anything is removed.
+  says what would go and changes nothing. An unknown REF (exit 1) or a live one (exit 2)
+  stops the command before anything is removed.
 """
 
 from __future__ import annotations
