@@ -2,10 +2,11 @@
 
 Rules:
 - Exit status: 0 clean (or the same), 1 findings (or different), 2 usage errors, including
-  an unknown REF or rule, and schemas that are needed but missing (one line on stderr
-  saying how to get them, never a traceback).
+  an unknown REF or rule, and a --schema-dir that holds no schemas (one line on stderr,
+  never a traceback).
 - Schemas are needed only when ACP000 (schema validation) runs; ``--ignore ACP000`` checks
-  the stateful rules alone.
+  the stateful rules alone. Without schemas installed they are fetched on first use, or
+  schema validation is skipped with one line saying how to get it (check/schema_setup.py).
 - Reports go to stdout (these commands are not on the protocol channel).
 """
 
@@ -62,7 +63,7 @@ def check(
     """
     from acp_proxy.check.engine import Checker, Losses, select_rules
     from acp_proxy.check.report import Checked, render_json, render_junit, render_text
-    from acp_proxy.check.schema_files import load_book
+    from acp_proxy.check.schema_setup import obtain
     from acp_proxy.store.frames import all_connections, frames, scope
     from acp_proxy.store.frames import losses as lost
     from acp_proxy.store.refs import open_database
@@ -72,7 +73,11 @@ def check(
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--select/--ignore") from error
     try:
-        book = load_book(schema_dir) if "ACP000" in rules else None
+        book = None
+        if "ACP000" in rules:
+            book = obtain(schema_dir, report).book
+            if book is None:
+                rules = select_rules(select, (*ignore, "ACP000"))
         targets = []
         for ref in refs if refs or every else (None,):
             opened = open_ref(db, ref, episodes=True)  # a file: every episode of it

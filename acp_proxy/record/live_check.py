@@ -5,7 +5,8 @@ Rules:
   forwarding path.
 - Findings are said on stderr as they happen (one line each, never stdout) and stored in the
   recording's ``finding`` table with the frames they are about.
-- Without installed schemas, every rule that needs none still runs; the proxy says so once.
+- Schemas as `check` gets them (check/schema_setup.py: fetched on first use when npm is
+  there); without them every rule that needs none still runs, and the proxy says so once.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from collections.abc import Sequence
 from acp_proxy.check.base import Finding
 from acp_proxy.check.engine import Checker, select_rules
 from acp_proxy.check.report import finding_line
-from acp_proxy.check.schema_files import SchemasUnavailable, load_book
+from acp_proxy.check.schema_files import SchemasUnavailable
+from acp_proxy.check.schema_setup import obtain
 from acp_proxy.protocol.observer import FrameRecord
 from acp_proxy.stderr import Reporter
 from acp_proxy.store.database import StoredFinding
@@ -29,11 +31,11 @@ class LiveCheck:
     def __init__(self, report: Reporter) -> None:
         self._report = report
         try:
-            book = load_book(None)
-            rules = select_rules()
-        except SchemasUnavailable as error:
-            report(f"record --check: {error}; checking every rule but schema validation")
-            book, rules = None, select_rules(ignore=[SCHEMA_RULE])
+            book = obtain(None, lambda message: report(f"record --check: {message}")).book
+        except SchemasUnavailable as error:  # ACP_PROXY_SCHEMAS names no schemas
+            report(f"record --check: {error}")
+            book = None
+        rules = select_rules() if book is not None else select_rules(ignore=[SCHEMA_RULE])
         self._checker = Checker(book, rules=rules)
         self.findings = 0
 

@@ -37,18 +37,23 @@ def run_checks(
     """``check`` on one connection: its text and JSON reports, and how it was checked."""
     from acp_proxy.check.engine import Checker, select_rules
     from acp_proxy.check.report import Checked, render_json, render_text
-    from acp_proxy.check.schema_files import SchemasUnavailable, load_book, origin, origin_text
+    from acp_proxy.check.schema_files import SchemasUnavailable, origin, origin_text
+    from acp_proxy.check.schema_setup import obtain
+    from acp_proxy.stderr import report
     from acp_proxy.store.frames import frames, scope
 
     how: dict[str, Any] = {"schemas": None, "skipped": []}
     source = None
     try:
-        book = load_book(schema_dir)
+        book = obtain(schema_dir, report).book
+    except SchemasUnavailable:  # its message may name a folder: not in a shared bundle
+        book = None
+    if book is not None:
         rules = select_rules()
         how["schemas"] = origin(Path(book.source))
         source = origin_text(how["schemas"])
-    except SchemasUnavailable:  # its message may name a folder: not in a shared bundle
-        book, rules = None, select_rules(ignore=["ACP000"])
+    else:
+        rules = select_rules(ignore=["ACP000"])
         how["skipped"] = ["ACP000"]
         how["note"] = "schemas not installed (or not usable): ACP000 (schema validation) not run"
     target = scope(db, str(connection_id))

@@ -109,18 +109,44 @@ def test_usage_errors_exit_2(
     assert result.exit_code == 2
 
 
-def test_missing_schemas_say_how_to_get_them(
+def test_without_schemas_or_npm_the_stateful_rules_run_after_one_line(
     recordings: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    env = {"XDG_CACHE_HOME": str(tmp_path / "empty"), "ACP_PROXY_SCHEMAS": ""}
-    result = invoke("check", "--db", str(recordings), env=env)
-    assert result.exit_code == 2
+    env = {
+        "XDG_CACHE_HOME": str(tmp_path / "empty"),
+        "ACP_PROXY_SCHEMAS": "",
+        "PATH": str(tmp_path),
+    }
+    result = invoke("check", "--db", str(recordings), "clean-v1", "--format", "json", env=env)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["schemas"] is None
     err = capfd.readouterr().err
     assert err.count("\n") == 1
+    assert err.startswith("acp-proxy: schema validation (ACP000) skipped: no ACP schemas installed")
     assert "acp-proxy schemas fetch" in err
-    # Without schema validation no schemas are needed.
+    # Without schema validation no schemas are needed, and nothing is said.
     result = invoke("check", "--db", str(recordings), "clean-v1", "--ignore", "ACP000", env=env)
     assert result.exit_code == 0
+    assert capfd.readouterr().err == ""
+    # A folder the user names must hold schemas.
+    named = invoke("check", "--db", str(recordings), "--schema-dir", str(tmp_path), env=env)
+    assert named.exit_code == 2
+
+
+def test_schemas_are_fetched_on_first_use_when_npm_is_there(
+    recordings: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    bin_dir = _fake_npm(tmp_path)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "XDG_CACHE_HOME": str(tmp_path / "c")}
+    env["ACP_PROXY_SCHEMAS"] = ""
+    result = invoke("check", "--db", str(recordings), "clean-v1", "--format", "json", env=env)
+    assert result.exit_code == 0, result.output
+    assert "9.9.9" in json.loads(result.output)["schemas"]
+    err = capfd.readouterr().err
+    assert err.startswith("acp-proxy: no ACP schemas installed yet: fetching ")
+    assert err.count("\n") == 1
+    invoke("check", "--db", str(recordings), "clean-v1", env=env)
+    assert capfd.readouterr().err == ""  # installed now: said once
 
 
 def _fake_npm(tmp_path: Path) -> Path:

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.schemas import installed_schemas
+
 GITHUB = "ghp_" + "R3dact" * 6  # in the prompt
 ANTHROPIC = "sk-ant-api03-" + "Zq7" * 15  # in the served file
 ENV_VALUE = "mellow-harbor-7391-quartz"  # the agent's MY_API_TOKEN: no known shape
@@ -49,6 +51,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
     )
     env = {**os.environ, "HOME": str(home), "USER": USER, "MY_API_TOKEN": ENV_VALUE}
     env.pop("ACP_PROXY_SCHEMAS", None)
+    env["XDG_CACHE_HOME"] = str(installed_schemas().parents[2])  # the schemas the project installs
     db = root / "rec.sqlite"
     proxy = [sys.executable, "-m", "acp_proxy", "record", "--db", str(db), "--label", "bug"]
     agent = [sys.executable, "-m", "acp_proxy.demo.agent"]
@@ -94,8 +97,8 @@ def test_the_bundle_holds_none_of_the_secrets(session: tuple[Path, dict[str, str
     assert manifest["client"]["name"] == "acp-proxy-demo-client"
     assert manifest["protocol_version"] == 1
     assert manifest["bundled_on"]["python"]
-    assert manifest["check"]["skipped"] == ["ACP000"]
-    assert "schemas not installed" in manifest["check"]["note"]
+    assert manifest["check"]["skipped"] == []
+    assert manifest["check"]["schemas"]["version"] == installed_schemas().name  # not a folder
     assert "/home/[redacted:user:1]/project" in members["frames.jsonl"].decode()
     assert "## Session" in members["transcript.md"].decode()
     assert run(["redact", "--verify", str(bundle)], env, root).returncode == 0
