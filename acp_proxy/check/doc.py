@@ -32,7 +32,7 @@ rule, what is wrong and the fix. Exit status: 1 when anything is found, 0 when c
 usage errors.
 
 ```sh
-acp-proxy schemas fetch                  # once: the official schemas, via npm, into ~/.cache
+acp-proxy schemas fetch                  # optional: check fetches them on first use (npm)
 acp-proxy check                          # the newest recording
 acp-proxy check --all --format junit > acp-check.xml
 acp-proxy check 3 --ignore ACP024 --select ACP0   # prefixes work
@@ -63,8 +63,12 @@ The schemas are not part of acp-proxy. `acp-proxy schemas fetch [--version V]` r
 verifies them and installs them in `$XDG_CACHE_HOME/acp-proxy/schemas/V/`. `check` uses
 `--schema-dir DIR`, else `ACP_PROXY_SCHEMAS`, else the newest installed version; any folder
 with `v1/` and `v2/` holding `schema.json` and `schema.unstable.json` works (the spec
-repository's `schema/` too, whose `meta*.json` are then cross-checked). Without schemas,
-`check` says how to get them and exits 2; `--ignore ACP000` runs the other rules alone.
+repository's `schema/` too, whose `meta*.json` are then cross-checked). With none installed,
+`check`, `record --check` and `bundle` behave alike: when npm is there they fetch the default
+version on first use, saying so on stderr; otherwise (or if the fetch fails) they run every
+other rule after one line saying schema validation was skipped and how to get it. A
+`--schema-dir` that holds no schemas is a mistake (exit 2). `--ignore ACP000` runs the other
+rules alone, silently.
 
 ## Rules
 
