@@ -4,7 +4,7 @@ Rules:
 - Never a live connection (store/tidy.py decides what is live): ``delete`` naming one refuses
   it and removes nothing; ``prune`` passes over it.
 - What was removed, and how much space came back, is said on stdout in one line; ``--dry-run``
-  says what would go and changes nothing. An unknown REF (exit 1) or a live one (exit 2)
+  says what would go and changes nothing. An unknown REF or a live one (exit 2)
   stops the command before anything is removed.
 """
 
@@ -21,7 +21,8 @@ from acp_proxy.cli.main import db_option, resolve_db
 from acp_proxy.inspect.render import words as present
 from acp_proxy.stderr import report
 from acp_proxy.store import tidy
-from acp_proxy.store.database import connect, resolve_ref
+from acp_proxy.store.database import connect
+from acp_proxy.store.refs import resolve_ref
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")

@@ -87,7 +87,7 @@ def test_delete_removes_frames_and_findings_and_reclaims_space(
     assert _count(db_path, "finding") == 1
     assert tidy.database_bytes(db_path) < before
     capfd.readouterr()
-    run(db_path, "delete", str(keep), "gone", code=1)  # one unknown REF: nothing deleted
+    run(db_path, "delete", str(keep), "gone", code=2)  # one unknown REF: nothing deleted
     assert "no recording matches 'gone'" in capfd.readouterr().err
     assert _ids(db_path) == [keep]
 

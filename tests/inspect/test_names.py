@@ -47,7 +47,7 @@ def test_ls_show_and_summary_name_the_agent_by_its_command(db_path: Path) -> Non
     _recording(db_path)
     result = CliRunner().invoke(cli, ["ls", "--db", str(db_path)])
     assert result.exit_code == 0, result.output
-    first, second = result.output.splitlines()
+    first, second, _size = result.output.splitlines()
     assert "my-agent --acp --model" in first
     assert "unnamed <- unnamed" not in first
     assert "did not start (cannot run 'no-such-agent': command not found)" in second
