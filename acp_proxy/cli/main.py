@@ -63,6 +63,8 @@ LAZY_COMMANDS: dict[str, str] = {
     "ui": "acp_proxy.cli.ui:ui_command",
     "delete": "acp_proxy.cli.tidy:delete_command",
     "prune": "acp_proxy.cli.tidy:prune_command",
+    "wrap": "acp_proxy.cli.wrap:wrap_command",
+    "unwrap": "acp_proxy.cli.wrap:unwrap_command",
 }
 
 
