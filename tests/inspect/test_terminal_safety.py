@@ -77,6 +77,7 @@ def on_pty(*args: str) -> bytes:
         done = subprocess.run(
             [sys.executable, "-m", "acp_proxy", *args], stdin=subprocess.DEVNULL,
             stdout=follower, stderr=follower, timeout=30, check=False,
+            env={**os.environ, "PAGER": "", "COLUMNS": "1000"},  # whole lines, no pager waiting
         )  # fmt: skip
         os.close(follower)
         follower = -1
