@@ -15,7 +15,8 @@ Rules:
 - ``acp_agent_command`` (testing a client): an argv to use as the client's agent command. It
   replays the cassette (``acp-proxy replay``, recorded into a scratch database); after the test,
   a replay that diverged (the client sent something the cassette does not hold, or stopped
-  early) fails it with replay's summary. When recording, it runs ``acp-proxy record`` around
+  early) fails it with replay's summary; a test that failed already is not failed twice:
+  the summary becomes a section (``acp-proxy replay``) of its failure report. When recording, it runs ``acp-proxy record`` around
   the real agent (``agent=`` on the marker, or the ``acp_real_agent`` fixture), and the cassette
   is written after the test. In ``new_episodes`` the replay is given the real agent too
   (``replay --go-live``): a conversation no episode holds goes on with it, caught up with
@@ -37,7 +38,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,6 +53,35 @@ DEFAULT_TIMEOUT = 30.0
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 Driver = Callable[..., None]
+_CALL_FAILED = pytest.StashKey[bool]()
+_CALL_REPORT = pytest.StashKey[pytest.TestReport]()
+_NOTE = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Remember whether the test body failed; a failed test carries the replay's account.
+
+    A test that already failed is reported once: what ``acp_agent_command`` found after it
+    (the client diverged) becomes a section of that failure instead of a second error.
+    """
+    report = yield
+    if call.when == "call":
+        item.stash[_CALL_FAILED] = bool(report.failed)
+        item.stash[_CALL_REPORT] = report
+    elif call.when == "teardown" and _NOTE in item.stash and _CALL_REPORT in item.stash:
+        item.stash[_CALL_REPORT].sections.append(("acp-proxy replay", item.stash[_NOTE]))
+    return report
+
+
+def _fail_once(request: pytest.FixtureRequest, message: str) -> None:
+    """Fail the test with ``message``, or (it failed already) add it to that failure."""
+    if request.node.stash.get(_CALL_FAILED, False):
+        request.node.stash[_NOTE] = message
+        return
+    pytest.fail(message, pytrace=False)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -109,7 +139,7 @@ def acp_real_agent(request: pytest.FixtureRequest) -> list[str] | None:
 
 @pytest.fixture
 def acp_agent_command(
-    acp_cassette: Cassette, acp_real_agent: list[str] | None
+    request: pytest.FixtureRequest, acp_cassette: Cassette, acp_real_agent: list[str] | None
 ) -> Iterator[list[str]]:
     cassette = acp_cassette
     if cassette.recording:
@@ -129,16 +159,16 @@ def acp_agent_command(
         ended = outcome(cassette.db)
         new = later(cassette.db)
     except CassetteError as error:
-        pytest.fail(f"replay of {cassette.path}: {error}", pytrace=False)
+        _fail_once(request, f"replay of {cassette.path}: {error}")
+        return
     if ended.exit_code != 0:
         hint = ""
         if "does not reproduce" in ended.stderr:
             hint = f"\nThe real agent does not reproduce the recorded prefix: {RERECORD}."
         elif cassette.mode == "new_episodes" and not acp_real_agent:
             hint = "\nnew_episodes records a new conversation only when a real agent is given."
-        pytest.fail(
-            f"the client diverged from {cassette.path}:\n{ended.stderr}{hint}", pytrace=False
-        )
+        _fail_once(request, f"the client diverged from {cassette.path}:\n{ended.stderr}{hint}")
+        return
     for connection in new:
         _append(cassette, str(connection))
 

@@ -130,3 +130,21 @@ def test_a_cassette_imports_into_a_database(tmp_path: Path) -> None:
     argv = [sys.executable, "-m", "acp_proxy", "import", "--db", str(db), str(cassette)]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_failing_client_test_that_diverged_is_reported_once(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(CLIENT_TEST)
+    pytester.runpytest_subprocess().assert_outcomes(passed=1)  # records through the real agent
+    pytester.makepyfile(CLIENT_TEST + "\n    assert False, 'the client test itself failed'\n")
+    monkeypatch.setenv("PROMPT", "something else")
+    result = pytester.runpytest_subprocess("--acp-record-mode=none")
+    result.assert_outcomes(failed=1)  # no second report (ERROR) for the same test
+    result.stdout.fnmatch_lines(
+        [
+            "*the client test itself failed*",
+            "*acp-proxy replay*",
+            "*the client diverged from*client.jsonl*",
+        ]
+    )
