@@ -15,13 +15,13 @@ Rules:
 - ``acp_agent_command`` (testing a client): an argv to use as the client's agent command. It
   replays the cassette (``acp-proxy replay``, recorded into a scratch database); after the test,
   a replay that diverged (the client sent something the cassette does not hold, or stopped
-  early) fails it with replay's summary; a test that failed already is not failed twice:
-  the summary becomes a section (``acp-proxy replay``) of its failure report. When recording, it runs ``acp-proxy record`` around
-  the real agent (``agent=`` on the marker, or the ``acp_real_agent`` fixture), and the cassette
-  is written after the test. In ``new_episodes`` the replay is given the real agent too
-  (``replay --go-live``): a conversation no episode holds goes on with it, caught up with
-  what the client was told, and is appended to the cassette after the test; a real agent
-  that does not reproduce what the client was told fails the test.
+  early) fails it with replay's summary; a test that failed already is not failed twice: the
+  summary becomes a section (``acp-proxy replay``) of its failure report. When recording, it
+  runs ``acp-proxy record`` around the real agent (``agent=`` on the marker, or the
+  ``acp_real_agent`` fixture), and the cassette is written after the test. In ``new_episodes``
+  the replay is given the real agent too (``replay --go-live``): a conversation no episode holds
+  goes on with it, caught up with what the client was told, and is appended to the cassette
+  after the test; a real agent that does not reproduce what the client was told fails the test.
 - ``acp_agent_driver`` (testing an agent): a callable that runs ``replay --to-agent`` on the
   cassette against an agent command and fails the test naming the first differing frame, with
   expected and actual. When recording, it needs ``client=``: a client argv that takes the agent

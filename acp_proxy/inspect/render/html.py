@@ -52,7 +52,9 @@ table{border-collapse:collapse;width:100%;font-size:.85rem}
 td,th{padding:2px 6px;vertical-align:top;text-align:left}
 td:nth-child(2){white-space:nowrap}
 tr.c2a td.dir{color:#2f6fde}tr.a2c td.dir{color:#1a9b50}tr.stderr td.dir{color:#c58a00}
-tr:nth-child(even){background:#f6f6f6}.end{font-weight:600}code{background:#eee;padding:0 .2em}
+tr:nth-child(even){background:#f6f6f6}tr:target{background:#fff3b0}
+.frame{font-weight:400;font-size:.8em;margin-left:.5em}
+.end{font-weight:600}code{background:#eee;padding:0 .2em}
 """
 ROLE = {"user": "You", "agent": "Agent", "thought": "Thought", "session": "Session message"}
 
@@ -62,8 +64,42 @@ def _e(value: Any) -> str:
     return html.escape(visible(text, lines=True), quote=True)
 
 
-def _box(css: str, who: str, body: str) -> str:
-    return f'<div class="item {css}"><div class="who">{who}</div>{body}</div>\n'
+LINK_SCHEMES = ("http://", "https://", "file://")  # a recorded javascript: URI stays text
+
+
+def _box(css: str, who: str, body: str, seq: int | None = None) -> str:
+    frame = f' <a class="frame" href="#f{seq}">frame {seq}</a>' if seq else ""
+    return f'<div class="item {css}"><div class="who">{who}{frame}</div>{body}</div>\n'
+
+
+def _seq(item: Any) -> int | None:
+    """The frame an item was first seen in (its row in the frame table)."""
+    for name in ("first_seq", "seq"):
+        value = getattr(item, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def _content(content: Any) -> str:
+    """A content list with its resource links as links (safe schemes only)."""
+    blocks = content if isinstance(content, list | tuple) else [content]
+    parts: list[str] = []
+    for block in blocks:
+        uri = block.get("uri") if isinstance(block, dict) else None
+        if (
+            isinstance(block, dict)
+            and block.get("type") == "resource_link"
+            and isinstance(uri, str)
+        ):
+            name = block.get("name") or uri
+            if uri.lower().startswith(LINK_SCHEMES):
+                parts.append(f'<a href="{_e(uri)}" rel="noreferrer noopener">{_e(name)}</a>')
+            else:
+                parts.append(f"{_e(name)} (<code>{_e(uri)}</code>)")
+            continue
+        parts.append(_e(present.content_text([block])))
+    return f'<div class="body">{" ".join(parts)}</div>'
 
 
 def _text(text: str) -> str:
@@ -98,6 +134,10 @@ def render_html(
         yield f"<h2>Session <code>{_e(session.session_id)}</code></h2>\n"
         for item in session.timeline:
             yield _item(session, item)
+        if session.usage is not None:
+            yield f"<p>Context usage: {_e(present.usage_text(session.usage))}</p>\n"
+        if session.mode:
+            yield f"<p>Mode: <code>{_e(session.mode)}</code></p>\n"
     yield '</section>\n<section id="frames"><h2>Frames</h2><table><thead><tr><th>seq</th>'
     yield "<th>time</th><th>dir</th><th>kind</th><th>method</th><th>what</th></tr></thead><tbody>\n"
     for frame in frames:
@@ -109,21 +149,37 @@ def _item(session: SessionView, item: Item) -> str:
     if isinstance(item, TurnMark):
         turn = session.turns[item.turn]
         if not item.end:
-            return f"<h3>Turn {turn.index + 1}</h3>\n"
+            link = f' <a class="frame" href="#f{turn.prompt_seq}">frame {turn.prompt_seq}</a>'
+            return f"<h3>Turn {turn.index + 1}{link}</h3>\n"
         took = present.since(turn.started_ns, turn.end_ns)
         stop = turn.stop_reason or ("refused" if turn.error is not None else "no stop reason")
-        return f'<p class="end">Turn ended: {_e(stop)} after {_e(took)}</p>\n'
+        usage = f", usage {_e(present.usage_text(turn.usage))}" if turn.usage is not None else ""
+        end = turn.end_seq or turn.response_seq
+        link = f' <a class="frame" href="#f{end}">frame {end}</a>' if end else ""
+        return f'<p class="end">Turn ended: {_e(stop)} after {_e(took)}{usage}{link}</p>\n'
     if isinstance(item, Message):
         return _box(
-            item.role, _e(ROLE.get(item.role, item.role)), _text(present.content_text(item.content))
+            item.role, _e(ROLE.get(item.role, item.role)), _content(item.content), _seq(item)
         )
     if isinstance(item, ToolCall):
-        body = "".join(f"<pre>{_e(present.tool_content_text(c))}</pre>" for c in item.content)
-        head = f"Tool call: {_e(item.title)} — {_e(item.status or 'no status')}"
-        return _box("tool", head, body)
+        locations = item.fields.get("locations")
+        paths = [
+            f"<li><code>{_e(str(loc['path']))}</code>"
+            + (f" line {_e(str(loc['line']))}" if loc.get("line") is not None else "")
+            + "</li>"
+            for loc in (locations if isinstance(locations, list) else [])
+            if isinstance(loc, dict) and loc.get("path")
+        ]
+        body = f"<ul>{''.join(paths)}</ul>" if paths else ""
+        body += "".join(f"<pre>{_e(present.tool_content_text(c))}</pre>" for c in item.content)
+        kind = item.fields.get("kind")
+        head = f"Tool call: {_e(item.title)} — {_e(item.status or 'no status')}" + (
+            f" ({_e(kind)})" if isinstance(kind, str) else ""
+        )
+        return _box("tool", head, body, _seq(item))
     if isinstance(item, Plan):
         lines = "".join(f"<li>{_e(present.plan_line(e))}</li>" for e in item.entries)
-        return _box("plan", "Plan", f"<ul>{lines}</ul>")
+        return _box("plan", "Plan", f"<ul>{lines}</ul>", _seq(item))
     if isinstance(item, Permission):
         params: Any = item.params if isinstance(item.params, dict) else {}
         tool = params.get("toolCall")
@@ -133,7 +189,7 @@ def _item(session: SessionView, item: Item) -> str:
             f"{title or 'Permission'}\nOptions: {present.option_names(params.get('options'))}"
             f"\nAnswer: {answer}"
         )
-        return _box("permission", "Permission asked", body)
+        return _box("permission", "Permission asked", body, _seq(item))
     if isinstance(item, Notice):
         return _box(
             "notice",
@@ -184,7 +240,8 @@ def _frame(frame: FrameRow, first_ns: int | None) -> str:
     except ValueError:
         body = frame.raw.decode(errors="replace")
     return (
-        f'<tr class="{_e(frame.direction)}"><td>{frame.seq}</td><td>{elapsed}</td>'
+        f'<tr id="f{frame.seq}" class="{_e(frame.direction)}">'
+        f"<td>{frame.seq}</td><td>{elapsed}</td>"
         f'<td class="dir">{_e(frame.direction)}</td><td>{_e(frame.kind)}</td>'
         f"<td>{_e(frame.method or '')}</td><td>{' '.join(w for w in what if w)}"
         f"<details><summary>raw</summary><pre>{_e(body)}</pre></details></td></tr>\n"
