@@ -95,6 +95,6 @@ def test_recorded_markup_shows_as_text_and_never_runs(
     assert "<img" not in dom
     # The conversation rendered, with the payload as visible text.
     assert "Reply: look &lt;script&gt;document.body.setAttribute('data-pwned','script')" in dom
-    assert "<h3>Turn 1 <a class=\"frame\"" in dom
+    assert '<h3>Turn 1 <a class="frame"' in dom
     assert "Turn ended: end_turn" in dom
     assert dom.count("&lt;img src=x onerror=") >= 4  # prompt, reply, tool title, frames
