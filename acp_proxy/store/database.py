@@ -499,7 +499,7 @@ class RecordingWriter:
         cls, db: sqlite3.Connection, new: NewConnection, *, index: bool = True
     ) -> RecordingWriter:
         try:
-            with _transaction(db):
+            with write_transaction(db):
                 cursor = db.execute(
                     "INSERT INTO connection (uid, label, status, started_ns, argv, cwd, "
                     "proxy_version, proxy_pid) VALUES (?, ?, 'running', ?, ?, ?, ?, ?)",
@@ -533,7 +533,7 @@ class RecordingWriter:
         too_long: list[FrameRecord] = []
         totals = {direction: (frames, size) for direction, frames, size in counts}
         try:
-            with _transaction(self._db):
+            with write_transaction(self._db):
                 if records:
                     too_long = self._insert_records(records)
                     if self._index:
@@ -619,7 +619,7 @@ class RecordingWriter:
         if self.index_error is not None or not self._unindexed:
             return 0
         try:
-            with _transaction(self._db):
+            with write_transaction(self._db):
                 taken = self._index_frames(limit)
         except sqlite3.Error as error:
             self.index_error = str(error)
@@ -661,7 +661,7 @@ def _update(db: sqlite3.Connection, key: str, value: object, fields: dict[str, A
         return
     assignments = ", ".join(f"{name} = ?" for name in fields)
     try:
-        with _transaction(db):
+        with write_transaction(db):
             db.execute(
                 f"UPDATE connection SET {assignments} WHERE {key} = ?", (*fields.values(), value)
             )
@@ -715,7 +715,7 @@ def _json_or_none(value: Any) -> str | None:
         return None
 
 
-class _transaction:  # used like a function: with _transaction(db):
+class write_transaction:  # used like a function: with write_transaction(db):
     """``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any error."""
 
     def __init__(self, db: sqlite3.Connection) -> None:

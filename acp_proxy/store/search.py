@@ -14,8 +14,10 @@ Rules:
 - ``catch_up`` indexes what the recorder did not (frames recorded before format 5, imported
   recordings, a recorder that could not index): one connection at a time, in write
   transactions of ``CATCH_UP_BATCH`` frames, calling ``progress`` with each batch's size.
-- ``sqlite_utils`` wraps the connection for the catch-up (its table and transaction helpers);
-  queries are built from this module's constant fragments, values are parameters.
+- Plain SQL through the store's own transaction helper: sqlite-utils' FTS helpers index a
+  table's columns all at once (our external content is a view, indexed a batch at a time)
+  and balance quotes rather than taking them literally. Queries are built from this
+  module's constant fragments; values are parameters.
 """
 
 from __future__ import annotations
@@ -27,10 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
 from acp_proxy.errors import RecordingError
-from acp_proxy.store.database import connect, index_frames
+from acp_proxy.store.database import connect, index_frames, write_transaction
 from acp_proxy.store.readers import DIRECTIONS, open_for_reading
 from acp_proxy.store.values import MARK_END, MARK_START, Hit
 
@@ -116,12 +116,11 @@ def catch_up(
 ) -> int:
     """Index every frame the index does not cover yet; returns how many were indexed."""
     state = state if state is not None else index_state(db)
-    wrapped = sqlite_utils.Database(db)
     done = 0
     try:
         for connection_id in state.connections:
             while True:
-                with _write(wrapped):
+                with write_transaction(db):
                     taken = index_frames(db, connection_id, CATCH_UP_BATCH)
                 if not taken:
                     break
@@ -130,22 +129,6 @@ def catch_up(
     except sqlite3.Error as error:
         raise RecordingError(f"cannot bring the search index up to date: {error}") from error
     return done
-
-
-class _write:  # used like a function: with _write(db):
-    """One ``BEGIN IMMEDIATE`` transaction on a sqlite-utils database, rolled back on error."""
-
-    def __init__(self, db: sqlite_utils.Database) -> None:
-        self._db = db
-
-    def __enter__(self) -> None:
-        self._db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, kind: object, error: object, traceback: object) -> None:
-        if kind is None:
-            self._db.execute("COMMIT")
-        elif self._db.conn.in_transaction:
-            self._db.execute("ROLLBACK")
 
 
 def _filters(query: SearchQuery) -> tuple[str, list[object]]:
