@@ -35,7 +35,7 @@ def render_summary(
     lines = [
         f"Recorded connection {summary.connection_id}{label} in {db_path}",
         f"  agent:   {peer(summary.agent_info, summary.argv)}",
-        f"  client:  {peer(summary.client_info)}",
+        f"  client:  {peer(summary.client_info, summary.client_argv)}",
         f"  protocol version {summary.protocol_version}; {_ending(summary)}{duration}",
         f"  frames:  {summary.frames['c2a']} client->agent, {summary.frames['a2c']} "
         f"agent->client, {summary.frames['stderr']} agent stderr lines",

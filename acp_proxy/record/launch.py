@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 
 from acp_proxy.record.forward import Forwarding
-from acp_proxy.record.recording import Recording
+from acp_proxy.record.recording import Recording, client_command
 from acp_proxy.record.spawn import SpawnFailed, pass_signals_to, spawn_agent
 from acp_proxy.stderr import Reporter
 
@@ -69,7 +69,7 @@ def launch(
     recording = Recording.start(
         db_path, argv, report, label=label, check=check, clock_origin=clock_origin,
         conversation_fds=[pipe.fileno() for pipe in pipes if pipe is not None],
-        max_wait=max_wait, otlp=otlp,
+        max_wait=max_wait, otlp=otlp, client_argv=client_command(),
     )  # fmt: skip
     recording.update(agent_pid=process.pid)
     forwarding = Forwarding(process, recording.tap, report)

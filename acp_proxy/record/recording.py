@@ -47,14 +47,30 @@ class ChunkSink(Protocol):
 
 
 def connection_settings(
-    argv: Sequence[str], started_ns: int, label: str | None = None
-) -> dict[str, Any]:
+    argv: Sequence[str], started_ns: int, label: str | None = None,
+    client_argv: Sequence[str] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """The connection row as the proxy knows it at the start (``NewConnection``'s fields)."""
     return {
         "argv": list(argv), "cwd": os.getcwd(), "proxy_version": __version__,
         "proxy_pid": os.getpid(), "label": label, "started_ns": started_ns,
         "uid": os.urandom(16).hex(),
+        "client_argv": None if client_argv is None else list(client_argv),
     }  # fmt: skip
+
+
+def client_command() -> list[str] | None:
+    """The command line of the process that started this one: the client, for ``record``.
+
+    Read from ``/proc`` (Linux); None where there is none to read or it cannot be read.
+    """
+    try:
+        with open(f"/proc/{os.getppid()}/cmdline", "rb") as file:
+            raw = file.read()
+    except OSError:
+        return None
+    words = [w.decode("utf-8", "replace") for w in raw.split(b"\0") if w]
+    return words or None
 
 
 class Recording:
@@ -85,17 +101,18 @@ class Recording:
         conversation_fds: Iterable[int] = (),
         max_wait: float | None = None,
         otlp: dict[str, object] | None = None,
+        client_argv: Sequence[str] | None = None,
     ) -> Recording:
         """Fork the recorder and tell it where and what to record.
 
         ``clock_origin`` is (monotonic, wall) ns at the connection's start; ``conversation_fds``
         are closed in the recorder (the agent's pipes); ``max_wait`` bounds how long ``put``
         may wait for the recorder (tap.py); ``otlp`` asks the recorder process to export spans
-        live (otel/live.py).
+        live (otel/live.py); ``client_argv`` is the client's command line, when known.
         """
         origin = clock_origin or (time.monotonic_ns(), time.time_ns())
         recorder = start_recorder_process(origin, report, conversation_fds, max_wait)
-        connection = connection_settings(argv, started_ns or origin[1], label)
+        connection = connection_settings(argv, started_ns or origin[1], label, client_argv)
         recorder.tap.configure(db=str(db_path), check=check, connection=connection, otlp=otlp)
         return cls(recorder, str(db_path), connection, report)
 

@@ -47,7 +47,7 @@ import orjson
 from acp_proxy.errors import RecordingBusy, RecordingError, UnknownRecording, UnreadableRecording
 from acp_proxy.protocol.observer import FRAME_COLUMNS, ConnectionFacts, FrameRecord
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 LARGE_FRAME_BYTES = 1024 * 1024
 BUSY_TIMEOUT_MS = 10_000
 # Room a frame's row needs besides ``raw`` (its other columns), below the length limit.
@@ -294,6 +294,12 @@ _SCHEMA_V6 = """
 ALTER TABLE connection ADD COLUMN bytes_lost INTEGER NOT NULL DEFAULT 0;
 """
 
+# Format 7: the client's command line, as the proxy found it (its parent process), so that a
+# client sending no ``clientInfo`` can still be named.
+_SCHEMA_V7 = """
+ALTER TABLE connection ADD COLUMN client_argv TEXT;
+"""
+
 MIGRATIONS: dict[int, str] = {
     0: _SCHEMA_V1,
     1: _SCHEMA_V2,
@@ -301,6 +307,7 @@ MIGRATIONS: dict[int, str] = {
     3: _SCHEMA_V4,
     4: _SCHEMA_V5,
     5: _SCHEMA_V6,
+    6: _SCHEMA_V7,
 }
 
 
@@ -440,6 +447,7 @@ class NewConnection:
     started_ns: int | None = None
     uid: str | None = None  # chosen by the proxy: it finds the row again (``update_by_uid``), and
     # ``record --otlp`` names the trace after it from the start
+    client_argv: Sequence[str] | None = None  # the client's command line, when it is known
 
 
 def new_uid() -> str:
@@ -502,11 +510,14 @@ class RecordingWriter:
             with write_transaction(db):
                 cursor = db.execute(
                     "INSERT INTO connection (uid, label, status, started_ns, argv, cwd, "
-                    "proxy_version, proxy_pid) VALUES (?, ?, 'running', ?, ?, ?, ?, ?)",
+                    "proxy_version, proxy_pid, client_argv) "
+                    "VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?)",
                     (
                         new.uid or new_uid(), new.label, new.started_ns or _now_ns(),
                         orjson.dumps(list(new.argv)).decode(), new.cwd, new.proxy_version,
                         new.proxy_pid,
+                        None if new.client_argv is None
+                        else orjson.dumps(list(new.client_argv)).decode(),
                     ),
                 )  # fmt: skip
         except sqlite3.Error as error:
@@ -780,6 +791,7 @@ class ConnectionSummary:
     prompt_turns: list[tuple[str | None, str | None, float | None]]  # session, stop, ms
     argv: list[str] = field(default_factory=list)  # the agent's command line
     error: str | None = None  # why the agent did not start
+    client_argv: list[str] | None = None  # the client's command line, when known
 
 
 def summarize(db: sqlite3.Connection, connection_id: int) -> ConnectionSummary:
@@ -787,7 +799,7 @@ def summarize(db: sqlite3.Connection, connection_id: int) -> ConnectionSummary:
     row = db.execute(
         "SELECT label, status, exit_code, exit_signal, protocol_version, client_info, "
         "agent_info, (ended_ns - started_ns) / 1e6, frames_c2a, frames_a2c, lines_stderr, "
-        "argv, error FROM connection WHERE id = ?",
+        "argv, error, client_argv FROM connection WHERE id = ?",
         (connection_id,),
     ).fetchone()
     if row is None:
@@ -814,6 +826,7 @@ def summarize(db: sqlite3.Connection, connection_id: int) -> ConnectionSummary:
         frames={"c2a": row[8], "a2c": row[9], "stderr": row[10]},
         calls=[tuple(c) for c in calls], updates=[tuple(u) for u in updates],
         prompt_turns=[tuple(t) for t in turns], argv=_loads(row[11]) or [], error=row[12],
+        client_argv=_loads(row[13]),
     )  # fmt: skip
 
 

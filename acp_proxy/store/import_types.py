@@ -6,8 +6,8 @@ Rules:
   INTEGER an integer SQLite can hold (64 bits; never a boolean or a float), TEXT a string,
   BLOB bytes, a column without a type (``rpc_id``) a string, an integer of 64 bits, a float or
   null. Null is refused where the column is NOT NULL.
-- The connection's JSON columns must hold JSON: ``argv`` a list of strings, ``client_info`` and
-  ``agent_info`` any JSON value (or null).
+- The connection's JSON columns must hold JSON: ``argv`` and ``client_argv`` a list of
+  strings, ``client_info`` and ``agent_info`` any JSON value (or null).
 - Column types come from the database's own schema (``PRAGMA table_info``), so a column added
   by a migration is checked without a change here.
 """
@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 INT64 = (-(2**63), 2**63 - 1)
-JSON_COLUMNS = {"argv", "client_info", "agent_info"}
+JSON_COLUMNS = {"argv", "client_argv", "client_info", "agent_info"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +57,12 @@ def _json_problem(name: str, text: str) -> str | None:
         value = orjson.loads(text)
     except orjson.JSONDecodeError:
         return f"{name} is not JSON text"
-    if name == "argv" and not (isinstance(value, list) and all(isinstance(a, str) for a in value)):
-        return "argv is not a JSON list of strings"
+    if (
+        name in ("argv", "client_argv")
+        and value is not None
+        and not (isinstance(value, list) and all(isinstance(a, str) for a in value))
+    ):
+        return f"{name} is not a JSON list of strings"
     return None
 
 

@@ -32,7 +32,7 @@ DIRECTIONS = {"c2a": "c2a", "client": "c2a", "a2c": "a2c", "agent": "a2c", "stde
 _CONNECTION_COLUMNS = (
     "id, uid, label, status, started_ns, ended_ns, argv, cwd, proxy_version, exit_code, "
     "exit_signal, error, protocol_version, client_info, agent_info, frames_c2a, frames_a2c, "
-    "lines_stderr, frames_lost"
+    "lines_stderr, frames_lost, client_argv"
 )
 _FRAME_SELECT = (
     "SELECT f.seq, f.direction, f.mono_ns, f.wall_ns, f.raw, f.kind, f.rpc_id, f.method, "
@@ -62,6 +62,7 @@ def _connection(row: tuple[Any, ...]) -> ConnectionRow:
     values = list(row)
     values[6] = _loads(values[6]) or []
     values[13], values[14] = _loads(values[13]), _loads(values[14])
+    values[19] = _loads(values[19])
     return ConnectionRow(*values)
 
 

@@ -33,6 +33,7 @@ class ConnectionRow:
     frames_a2c: int
     lines_stderr: int
     frames_lost: int
+    client_argv: list[str] | None = None  # the client's command line (format 7), if known
 
     @property
     def frames(self) -> int:

@@ -67,3 +67,39 @@ def test_summary_says_how_to_get_datasette_when_missing(db_path: Path) -> None:
         summary, db_path, datasette_installed=False
     )
     assert "pip install" not in render_summary(summary, db_path)
+
+
+CLIENT_WITHOUT_INFO = """
+import subprocess, sys
+proxy = subprocess.Popen(
+    [sys.executable, "-m", "acp_proxy", "record", "--db", sys.argv[1], "--label", "quiet",
+     "--", sys.executable, "-c", "import sys; sys.stdin.read()"],
+    stdin=subprocess.PIPE,
+)
+proxy.communicate(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}\\n')
+sys.exit(proxy.returncode)
+"""
+
+
+def test_a_client_without_client_info_is_named_by_its_command(tmp_path: Path) -> None:
+    """The proxy records its parent's command line: the client that launched it."""
+    import subprocess
+    import sys
+
+    db_path = tmp_path / "rec.sqlite"
+    client = tmp_path / "quiet_client.py"
+    client.write_text(CLIENT_WITHOUT_INFO)
+    done = subprocess.run(
+        [sys.executable, str(client), str(db_path), "--flag-of-the-client"], timeout=30, check=False
+    )
+    assert done.returncode == 0
+    argv = [sys.executable, str(client), str(db_path), "--flag-of-the-client"]
+    listed = CliRunner().invoke(cli, ["ls", "--db", str(db_path)])
+    assert f"<- {words.command(argv)}" in listed.output, listed.output
+    db = connect(db_path, create=False)
+    summary = summarize(db, 1)
+    assert summary.client_argv is not None
+    assert summary.client_argv[1:] == [str(client), str(db_path), "--flag-of-the-client"]
+    assert "client:  python" in render_summary(summary, db_path)
+    markdown = CliRunner().invoke(cli, ["export", "quiet", "--db", str(db_path)])
+    assert "- Client: python" in markdown.output, markdown.output

@@ -121,8 +121,10 @@ def render_html(
         f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>\n<h1>{_e(title)}</h1>\n"
     )
     argv = connection.argv if connection is not None else None
+    client_argv = connection.client_argv if connection is not None else None
     facts = [
-        ("Agent", present.peer(view.agent_info, argv)), ("Client", present.peer(view.client_info)),
+        ("Agent", present.peer(view.agent_info, argv)),
+        ("Client", present.peer(view.client_info, client_argv)),
         ("Protocol version", str(view.protocol_version)), ("Frames", str(view.frames)),
     ]  # fmt: skip
     if connection is not None:

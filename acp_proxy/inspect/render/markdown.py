@@ -138,9 +138,11 @@ def _version(view: TranscriptView) -> str:
 
 def _header(page: _Page, view: TranscriptView, connection: ConnectionRow | None) -> None:
     title = "ACP conversation"
+    argv = connection.argv if connection else None
+    client_argv = connection.client_argv if connection else None
     facts = [
-        f"- Agent: {text(present.peer(view.agent_info, connection.argv if connection else None))}",
-        f"- Client: {text(present.peer(view.client_info))}",
+        f"- Agent: {text(present.peer(view.agent_info, argv))}",
+        f"- Client: {text(present.peer(view.client_info, client_argv))}",
         f"- Protocol version: {_version(view)}",
     ]
     if connection is not None:

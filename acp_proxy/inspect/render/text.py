@@ -175,7 +175,7 @@ def connection_line(
     return (
         f"{style(str(row.id), bold=True):>4}{label}  {present.wall(row.started_ns)}  "
         f"{visible(present.peer(row.agent_info, row.argv))} <- "
-        f"{visible(present.peer(row.client_info))}  "
+        f"{visible(present.peer(row.client_info, row.client_argv))}  "
         f"v{row.protocol_version if row.protocol_version is not None else '?'}  "
         f"{frames} frames  {prompts} turns  {present.duration(duration_ns)}  "
         f"{ending_style}{problems}"
