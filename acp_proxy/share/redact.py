@@ -38,7 +38,8 @@ from acp_proxy.share.secrets import PLACEHOLDER, Finder, Found, secret_key, secr
 
 AUTH_METHODS = frozenset({"authenticate", "auth/login"})
 TEXT_COLUMNS = ("method", "session_id", "message_id", "tool_call_id", "update_kind", "stop_reason")
-CONNECTION_TEXT, CONNECTION_JSON = ("label", "cwd", "error"), ("argv", "client_info", "agent_info")
+CONNECTION_TEXT = ("label", "cwd", "error")
+CONNECTION_JSON = ("argv", "client_argv", "client_info", "agent_info")
 _STRUCTURAL = re.compile(  # lower-case bytes that a structural rule's frame must contain
     rb'key|token|secret|pass|auth|cookie|credential|"env"|"headers"|terminal_'
 )
