@@ -43,7 +43,7 @@ from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.observer import FRAME_COLUMNS, ConnectionObserver, FrameRecord
 from acp_proxy.protocol.wire import Frame
 from acp_proxy.store import captures, import_types
-from acp_proxy.store.database import connect
+from acp_proxy.store.database import connect, write_transaction
 from acp_proxy.store.import_types import Column, problem
 from acp_proxy.testing.cassette_episodes import is_header
 
@@ -144,35 +144,30 @@ def _import(db: sqlite3.Connection, lines: Any, progress: Callable[[int], None])
     connection = _header(1, first, connection_columns, connection_types)
     statement = _insert("frame", ["connection_id", *frame_columns])
     ids: list[int] = []
-    db.execute("BEGIN IMMEDIATE")
     try:
-        ids.append(_start(db, connection))
-        batch: list[list[Any]] = []
-        for number, line in enumerate(lines, start=2):
-            if not line.strip():
-                continue
-            if is_header(line):  # the next episode: its frames go to a connection of its own
-                db.executemany(statement, batch)
-                progress(len(batch))
-                batch = []
-                header = _header(number, line, connection_columns, connection_types)
-                ids.append(_start(db, header))
-                continue
-            record = _record(number, line, frame_columns, frame_types)
-            batch.append([ids[-1], *(record.get(c) for c in frame_columns)])
-            if len(batch) >= BATCH:
-                db.executemany(statement, batch)
-                progress(len(batch))
-                batch = []
-        db.executemany(statement, batch)
-        progress(len(batch))
-        db.execute("COMMIT")
+        with write_transaction(db):
+            ids.append(_start(db, connection))
+            batch: list[list[Any]] = []
+            for number, line in enumerate(lines, start=2):
+                if not line.strip():
+                    continue
+                if is_header(line):  # the next episode: its frames go to a connection of its own
+                    db.executemany(statement, batch)
+                    progress(len(batch))
+                    batch = []
+                    header = _header(number, line, connection_columns, connection_types)
+                    ids.append(_start(db, header))
+                    continue
+                record = _record(number, line, frame_columns, frame_types)
+                batch.append([ids[-1], *(record.get(c) for c in frame_columns)])
+                if len(batch) >= BATCH:
+                    db.executemany(statement, batch)
+                    progress(len(batch))
+                    batch = []
+            db.executemany(statement, batch)
+            progress(len(batch))
     except sqlite3.Error as error:
-        db.execute("ROLLBACK")
         raise ImportRefused(f"cannot import: {error}") from error
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
     return ids
 
 
@@ -216,60 +211,55 @@ def _import_capture(
     hashed = _Hashed(lines)
     statement = _insert("frame", ["connection_id", *FRAME_COLUMNS])
     name = fmt
-    db.execute("BEGIN IMMEDIATE")
     try:
-        capture = _capture(fmt, hashed)
-        name = capture.fmt
-        now = time.time_ns()
-        row = {
-            "uid": uuid.uuid4().hex, "label": capture.label or label, "status": "imported",
-            "started_ns": capture.started_ns or now, "argv": orjson.dumps(capture.argv).decode(),
-            "cwd": "", "proxy_version": capture.tool, "proxy_pid": 0,
-        }  # fmt: skip
-        connection_id = _start(db, row)
-        observer = ConnectionObserver()
-        offsets = dict.fromkeys(Direction, 0)
-        totals = {d.value: [0, 0] for d in Direction}
-        clock = _Clock(capture.started_ns or now)
-        batch: list[list[Any]] = []
-        last_wall = row["started_ns"]
-        for captured in capture.frames:
-            mono, wall = clock.times(captured.mono_ns, captured.wall_ns)
-            last_wall = wall
-            complete = captured.raw.endswith(b"\n")
-            frame = Frame(captured.raw, offsets[captured.direction], complete)
-            offsets[captured.direction] += len(captured.raw)
-            record: FrameRecord = observer.observe(captured.direction, frame, mono, wall)
-            totals[record.direction][0] += 1
-            totals[record.direction][1] += record.size
-            batch.append([connection_id, *record])
-            if len(batch) >= BATCH:
-                db.executemany(statement, batch)
-                progress(len(batch))
-                batch = []
-        db.executemany(statement, batch)
-        progress(len(batch))
-        uid = f"{capture.fmt}-{hashed.digest.hexdigest()[:32]}"
-        _refuse_if_held(db, uid)
-        facts = observer.facts()
-        db.execute(
-            "UPDATE connection SET uid = ?, ended_ns = ?, protocol_version = ?, client_info = ?, "
-            "agent_info = ?, frames_c2a = ?, bytes_c2a = ?, frames_a2c = ?, bytes_a2c = ?, "
-            "lines_stderr = ?, bytes_stderr = ? WHERE id = ?",
-            (uid, capture.ended_ns or last_wall, facts.protocol_version,
-             _json(facts.client_info), _json(facts.agent_info), *totals["c2a"], *totals["a2c"],
-             *totals["stderr"], connection_id),
-        )  # fmt: skip
-        db.execute("COMMIT")
+        with write_transaction(db):
+            capture = _capture(fmt, hashed)
+            name = capture.fmt
+            now = time.time_ns()
+            row = {
+                "uid": uuid.uuid4().hex, "label": capture.label or label, "status": "imported",
+                "started_ns": capture.started_ns or now,
+                "argv": orjson.dumps(capture.argv).decode(),
+                "cwd": "", "proxy_version": capture.tool, "proxy_pid": 0,
+            }  # fmt: skip
+            connection_id = _start(db, row)
+            observer = ConnectionObserver()
+            offsets = dict.fromkeys(Direction, 0)
+            totals = {d.value: [0, 0] for d in Direction}
+            clock = _Clock(capture.started_ns or now)
+            batch: list[list[Any]] = []
+            last_wall = row["started_ns"]
+            for captured in capture.frames:
+                mono, wall = clock.times(captured.mono_ns, captured.wall_ns)
+                last_wall = wall
+                complete = captured.raw.endswith(b"\n")
+                frame = Frame(captured.raw, offsets[captured.direction], complete)
+                offsets[captured.direction] += len(captured.raw)
+                record: FrameRecord = observer.observe(captured.direction, frame, mono, wall)
+                totals[record.direction][0] += 1
+                totals[record.direction][1] += record.size
+                batch.append([connection_id, *record])
+                if len(batch) >= BATCH:
+                    db.executemany(statement, batch)
+                    progress(len(batch))
+                    batch = []
+            db.executemany(statement, batch)
+            progress(len(batch))
+            uid = f"{capture.fmt}-{hashed.digest.hexdigest()[:32]}"
+            _refuse_if_held(db, uid)
+            facts = observer.facts()
+            db.execute(
+                "UPDATE connection SET uid = ?, ended_ns = ?, protocol_version = ?, "
+                "client_info = ?, agent_info = ?, frames_c2a = ?, bytes_c2a = ?, frames_a2c = ?, "
+                "bytes_a2c = ?, lines_stderr = ?, bytes_stderr = ? WHERE id = ?",
+                (uid, capture.ended_ns or last_wall, facts.protocol_version,
+                 _json(facts.client_info), _json(facts.agent_info), *totals["c2a"], *totals["a2c"],
+                 *totals["stderr"], connection_id),
+            )  # fmt: skip
     except captures.CaptureError as error:
-        db.execute("ROLLBACK")
         raise ImportRefused(f"cannot import this {capture_name(name)}: {error}") from error
     except sqlite3.Error as error:
-        db.execute("ROLLBACK")
         raise ImportRefused(f"cannot import: {error}") from error
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
     return connection_id
 
 
