@@ -8,19 +8,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
 from acp_proxy.cli.main import main as cli
 from acp_proxy.store.database import NewConnection, RecordingWriter, connect
+from tests.support.cli import run
 from tests.support.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
 from tests.support.fixtures_transcript import V2_WALKTHROUGH
 from tests.support.helpers import observe_all, write_recording
-
-
-def run(db_path: Path, *args: str, code: int = 0) -> Result:
-    result = CliRunner().invoke(cli, [*args, "--db", str(db_path)])
-    assert result.exit_code == code, (result.output, result.exception)
-    return result
 
 
 @pytest.fixture

@@ -9,23 +9,16 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
-from acp_proxy.cli.main import main as cli
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.observer import ConnectionObserver
 from acp_proxy.protocol.wire import Frame, LineSplitter
 from acp_proxy.store.database import NewConnection, RecordingWriter, connect
+from tests.support.cli import run
 from tests.support.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
 from tests.support.helpers import A2C, C2A, line, write_recording
 
 FAKE_AGENT = str(Path(__file__).parents[1] / "support" / "agents" / "fake_agent.py")
-
-
-def run(db_path: Path, *args: str, code: int = 0) -> Result:
-    result = CliRunner().invoke(cli, [*args, "--db", str(db_path)])
-    assert result.exit_code == code, (result.output, result.exception)
-    return result
 
 
 @pytest.fixture

@@ -9,22 +9,15 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
-from acp_proxy.cli.main import main as cli
 from acp_proxy.cli.tidy import parse_age
 from acp_proxy.store import tidy
 from acp_proxy.store.database import connect
+from tests.support.cli import run
 from tests.support.fixtures_acp import V1_CONVERSATION
 from tests.support.helpers import write_recording
 
 DAY_NS = 86400 * 10**9
-
-
-def run(db_path: Path, *args: str, code: int = 0) -> Result:
-    result = CliRunner().invoke(cli, [*args, "--db", str(db_path)])
-    assert result.exit_code == code, (result.output, result.exception)
-    return result
 
 
 def _finished(db_path: Path, label: str, age_days: float) -> int:
