@@ -44,7 +44,7 @@ from acp_proxy.protocol.observer import FRAME_COLUMNS, ConnectionObserver, Frame
 from acp_proxy.protocol.wire import Frame
 from acp_proxy.store import captures, import_types
 from acp_proxy.store.database import connect, write_transaction
-from acp_proxy.store.import_types import Column, problem
+from acp_proxy.store.import_types import Column, frame_problem, problem
 from acp_proxy.testing.cassette_episodes import is_header
 
 BATCH = 1000
@@ -81,7 +81,7 @@ def _record(
     extra = set(record) - set(frame_columns)
     if extra:
         raise ImportRefused(f"line {number}: unknown frame columns {sorted(extra)}")
-    wrong = problem(types, record)
+    wrong = problem(types, record) or frame_problem(record)
     if wrong:
         raise ImportRefused(f"line {number}: {wrong}")
     return record
