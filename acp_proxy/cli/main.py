@@ -277,7 +277,7 @@ def _record_bridge(
     import os
 
     from acp_proxy.remote import missing_extra
-    from acp_proxy.remote.headers import HeaderError, parse_headers, transport_of
+    from acp_proxy.remote.bridge_headers import HeaderError, parse_headers, transport_of
 
     if connect is None:
         raise click.UsageError("--header needs --connect")

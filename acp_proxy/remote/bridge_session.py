@@ -3,7 +3,7 @@
 Rules:
 - The recorder process is forked first (record/recording.py, the one recording pipeline),
   before the event loop, httpx or websockets are imported, so that it carries none of them.
-- The recorded agent command is the URL as headers.recorded_url gives it; the client's command
+- The recorded agent command is the URL as bridge_headers.recorded_url gives it; the client's command
   line is recorded with every ``--header`` value scrubbed. Header values are never recorded.
 - The exit status is the bridge's (bridge.py): 0 when the client ended, 1 when the remote end
   failed; the recording is finished with it, as ``record`` finishes with the agent's.
@@ -18,7 +18,7 @@ from pathlib import Path
 from acp_proxy.record.recording import FLUSH_DEADLINE, Recording, client_command
 from acp_proxy.record.spawn import DEFAULT_GRACE
 from acp_proxy.record.tap import DEFAULT_MAX_WAIT
-from acp_proxy.remote.headers import recorded_url, scrub_header_values
+from acp_proxy.remote.bridge_headers import recorded_url, scrub_header_values
 from acp_proxy.stderr import Reporter
 
 

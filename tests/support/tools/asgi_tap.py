@@ -7,7 +7,8 @@ defines ``app``), binds 127.0.0.1 on a free port, prints the port on stdout (one
 serves HTTP/1.1, h2c and WebSocket with hypercorn until SIGTERM or SIGINT.
 
 Every exchange is appended to LOG as one JSON line, bodies as latin-1 text (byte for byte):
-``{"kind": "post", "headers": {...}, "body": ..., "status": N, "answer": ...}`` for a POST,
+``{"kind": "post_in", "headers": {...}, "body": ...}`` when a POST's body has come and
+``{"kind": "post_out", "status": N, "answer": ...}`` when it is answered,
 ``{"kind": "sse", "headers": {...}, "chunk": ...}`` for each chunk of an event stream,
 ``{"kind": "ws_in"|"ws_out", "text": ...}`` for each WebSocket text frame, ``{"kind":
 "delete", ...}``. A test compares them with what the client side saw.
@@ -49,13 +50,17 @@ def tapped(app: Any, path: str) -> Any:
     async def _http(scope: dict[str, Any], receive: Any, send: Any) -> None:
         headers, method = _headers(scope), scope["method"]
         body = bytearray()
-        record: dict[str, Any] = {"kind": method.lower(), "headers": headers}
+        kind = "post_out" if method == "POST" else method.lower()
+        record: dict[str, Any] = {"kind": kind, "headers": headers}
         stream = False
 
         async def logged_receive() -> Any:
             message = await receive()
             if message["type"] == "http.request":
                 body.extend(message.get("body", b""))
+                if not message.get("more_body", False) and method == "POST":
+                    _log(path, {"kind": "post_in", "headers": headers,
+                                "body": bytes(body).decode("latin-1")})  # fmt: skip
             return message
 
         answer = bytearray()
