@@ -3,8 +3,8 @@
 Rules:
 - The recorder process is forked first (record/recording.py, the one recording pipeline),
   before the event loop, httpx or websockets are imported, so that it carries none of them.
-- The recorded agent command is the URL as bridge_headers.recorded_url gives it; the client's command
-  line is recorded with every ``--header`` value scrubbed. Header values are never recorded.
+- The recorded agent command is the URL as bridge_headers.recorded_url gives it; the client's
+  command line is recorded with every ``--header`` value scrubbed. Header values are never recorded.
 - The exit status is the bridge's (bridge.py): 0 when the client ended, 1 when the remote end
   failed; the recording is finished with it, as ``record`` finishes with the agent's.
 """
@@ -25,7 +25,7 @@ from acp_proxy.stderr import Reporter
 @dataclass(frozen=True, slots=True)
 class BridgeOptions:
     url: str
-    transport: str  # "http" or "ws" (headers.transport_of)
+    transport: str  # "http" or "ws" (bridge_headers.transport_of)
     headers: Sequence[tuple[str, str]]
     db_path: Path
     label: str | None = None

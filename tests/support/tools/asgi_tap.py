@@ -110,7 +110,8 @@ def tapped(app: Any, path: str) -> Any:
 def load(target: str) -> Any:
     file, _, attribute = target.rpartition(":")
     spec = importlib.util.spec_from_file_location("tapped_app", file)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return getattr(module, attribute)
