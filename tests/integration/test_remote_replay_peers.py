@@ -12,7 +12,6 @@ recording and the same client runs against it. It checks that
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -34,8 +33,10 @@ CLIENT_TIMEOUT = 30
 @contextmanager
 def replay_listener(db: Path, ref: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     argv = [*PROXY, "replay", "--db", str(db), "--listen", "127.0.0.1:0", ref]
-    with subprocess.Popen(argv, env=run_env({}), stderr=subprocess.PIPE,
-                          stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL) as process:  # fmt: skip
+    quiet = subprocess.DEVNULL
+    with subprocess.Popen(
+        argv, env=run_env({}), stderr=subprocess.PIPE, stdout=quiet, stdin=quiet
+    ) as process:
         try:
             assert process.stderr is not None
             said = process.stderr.readline().decode()
