@@ -16,7 +16,8 @@ Rules:
   Other methods: 405. Idle event streams get a keep-alive comment every ``keepalive`` seconds.
 - A connection's replay ends as on stdio (the engine is done: its streams end, its WebSocket
   closes with 1000), or when the client leaves (DELETE, the WebSocket closed): its summary is
-  said on stderr then. A stopping signal stops every replay still running (``stop_all``).
+  said on stderr then. A DELETE after its replay ended is still answered 202; any other
+  request for it gets 404. A stopping signal stops every replay still running (``stop_all``).
 - Peer bytes never crash the listener: every refusal is an HTTP status with a short JSON body.
 """
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import signal
 import socket
 import time
@@ -112,6 +114,7 @@ class ServedConnection:
         self.done = anyio.Event()
         self._bell = anyio.Event()
         self.ended = False
+        self.client_gone = False
 
     @property
     def what(self) -> str:
@@ -126,6 +129,7 @@ class ServedConnection:
         self._bell.set()
 
     def client_closed(self) -> None:
+        self.client_gone = True
         self.served.conversation.client_closed(time.monotonic_ns())
         self._bell.set()
 
@@ -192,6 +196,7 @@ class Listener:
     ) -> None:  # fmt: skip
         self.make, self.report, self.timeout, self.keepalive = make, report, timeout, keepalive
         self.connections: dict[str, ServedConnection] = {}
+        self.finished: set[str] = set()  # replays over, the client not gone yet (no DELETE)
         self.outcomes: list[bool] = []  # diverged, per connection that ended
         self.tasks: anyio.abc.TaskGroup | None = None
         self._count = 0
@@ -207,6 +212,8 @@ class Listener:
     async def _run(self, connection: ServedConnection) -> None:
         await connection.drive()
         self.connections.pop(connection.connection_id, None)
+        if not connection.websocket and not connection.client_gone:
+            self.finished.add(connection.connection_id)
         served = connection.served
         self.outcomes.append(served.diverged())
         self.report(served.summarize(connection.what))
@@ -335,6 +342,12 @@ class Listener:
 
     async def _delete(self, scope: Scope, send: Send) -> None:
         connection, status, why = self._connection(scope)
+        finished = _header(scope, CONNECTION_ID)
+        if connection is None and finished in self.finished:
+            self.finished.discard(finished)
+            await send({"type": "http.response.start", "status": 202, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
         if connection is None:
             await _refuse(send, status, why)
             return
@@ -438,7 +451,7 @@ async def _serve(listener: Listener, sock: socket.socket) -> int | None:
     config = Config()
     config.bind = [f"fd://{sock.fileno()}"]
     config.accesslog = None
-    config.errorlog = None
+    config.errorlog = "-" if os.environ.get("ACP_PROXY_DEBUG_HYPERCORN") else None
     config.graceful_timeout = STOP_GRACE
     received: list[int] = []
     with anyio.open_signal_receiver(*STOPPING) as signals:
