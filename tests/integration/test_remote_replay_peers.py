@@ -25,6 +25,7 @@ from tests.support.remote_peers import frames_capture, python_server, run_exampl
 
 from .conftest import run_env
 
+pytest_plugins = ["pytester"]
 pytestmark = [pytest.mark.peers, pytest.mark.timeout(120)]
 PROXY = [sys.executable, "-m", "acp_proxy"]
 CLIENT_TIMEOUT = 30
@@ -146,3 +147,48 @@ def test_a_client_that_says_something_else_diverges(python_examples: Path, tmp_p
     assert "no recorded request matches this session/prompt" in said, said
     assert "Diverged" in said
     assert status == 1
+
+
+REMOTE_CLIENT_TEST = """
+import os, subprocess, sys
+import pytest
+
+RUN = {run!r}
+
+
+@pytest.mark.acp_cassette("remote")
+def test_remote_client(acp_agent_url):
+    env = {{**os.environ, "ACP_URL": acp_agent_url}}
+    done = subprocess.run([*RUN, os.environ["CLIENT_SCRIPT"]], env=env, capture_output=True,
+                          timeout=30, check=False)
+    assert b"stop reason: end_turn" in done.stdout, done.stderr
+"""
+
+
+def test_the_pytest_fixture_gives_the_url_of_a_replayed_cassette(
+    pytester: pytest.Pytester, python_examples: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    client = python_examples / "http_client.py"
+    db, _ = record_against_python_server(python_examples, tmp_path, run_example(client), False)
+    cassettes = pytester.path / "cassettes"
+    cassettes.mkdir()
+    exported = subprocess.run(
+        [*PROXY, "export", "--db", str(db), "--format", "jsonl", "1"], env=run_env({}),
+        capture_output=True, check=True,
+    )  # fmt: skip
+    (cassettes / "remote.jsonl").write_bytes(exported.stdout)
+    pytester.makepyfile(REMOTE_CLIENT_TEST.format(run=run_example(Path("x"))[:-1]))
+    for name, value in run_env({}).items():
+        monkeypatch.setenv(name, value)
+
+    monkeypatch.setenv("CLIENT_SCRIPT", str(client))
+    result = pytester.runpytest_subprocess("--acp-record-mode=none")
+    result.assert_outcomes(passed=1)
+
+    changed = tmp_path / "changed_client.py"
+    changed.write_text(client.read_text().replace("hello over http", "something else"))
+    monkeypatch.setenv("CLIENT_SCRIPT", str(changed))
+    result = pytester.runpytest_subprocess("--acp-record-mode=none")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*the client diverged from*remote.jsonl*", "*Diverged*"])
