@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.remote_peers import conversation, python_server, ts_server
+from tests.support.bridge_peers import conversation, python_server, ts_server
 
 from .conftest import A2C, C2A, RUN_TIMEOUT_S, Recording, TapLog, python_sdk_client, run_env, tap
 
@@ -115,7 +115,7 @@ def test_bridge_to_the_typescript_server_with_a_token_from_the_environment(
 def test_bridge_to_nothing_answers_initialize_with_an_error(
     python_examples: Path, tmp_path: Path
 ) -> None:
-    from tests.support.remote_peers import free_port
+    from tests.support.bridge_peers import free_port
 
     db = tmp_path / "recording.sqlite"
     url = f"http://127.0.0.1:{free_port()}/acp"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.remote_peers import frames_capture, python_server, run_example
+from tests.support.bridge_peers import frames_capture, python_server, run_example
 
 from .conftest import run_env
 
