@@ -61,11 +61,11 @@ def check(
     the stateful rules of docs/checks.md run over each connection in order. Exits 1 when
     anything is found, 0 when clean, 2 on usage errors.
     """
-    from acp_proxy.check.engine import Checker, Losses, select_rules
-    from acp_proxy.check.report import Checked, render_json, render_junit, render_text
+    from acp_proxy.check.engine import select_rules
+    from acp_proxy.check.report import render_json, render_junit, render_text
     from acp_proxy.check.schema_setup import obtain
-    from acp_proxy.store.frames import all_connections, frames, scope
-    from acp_proxy.store.frames import losses as lost
+    from acp_proxy.check.scope_check import check_scope
+    from acp_proxy.store.frames import all_connections, scope
     from acp_proxy.store.refs import open_database
 
     try:
@@ -85,23 +85,7 @@ def check(
         if every:
             database = open_database(resolve_db(db))
             targets += [(database, scope(database, str(c))) for c in all_connections(database)]
-        checked = []
-        for database, target in targets:
-            losses = Losses(*lost(database, target.connection_id))
-            checker = Checker(
-                book, rules=rules, protocol_version=target.protocol_version,
-                connection_id=target.connection_id, losses=losses,
-            )  # fmt: skip
-            findings, count = [], 0
-            for record in frames(database, target):
-                count += 1
-                findings += checker.observe(record)
-            findings += checker.finish()
-            checked.append(
-                Checked(
-                    target.connection_id, target.label, target.protocol_version, count, findings
-                )
-            )
+        checked = [check_scope(database, target, book, rules) for database, target in targets]
     except AcpProxyError as error:
         _fail(error)
     ordered = sorted(rules)

@@ -16,14 +16,13 @@ Rules:
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from acp_proxy.protocol.observer import FRAME_COLUMNS, FrameRecord
 from acp_proxy.store.readers import DIRECTIONS
 
 SUMMARY_COLUMNS = (
@@ -41,7 +40,6 @@ _WITH_PREVIEW = (
     "LEFT JOIN frame r ON r.connection_id = f.connection_id AND r.seq = f.request_seq "
 )
 PREVIEW_BYTES = 4096
-_RECORD = ", ".join(FRAME_COLUMNS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,16 +352,3 @@ def tail(
         record["connection_id"] = row[-1]
         out.append(record)
     return out
-
-
-def raw_frames(
-    db: sqlite3.Connection, connection_id: int, after_seq: int = 0, limit: int = -1
-) -> Iterator[FrameRecord]:
-    """Frames of a connection after ``after_seq`` as ``FrameRecord`` rows, streamed in order."""
-    cursor = db.execute(
-        f"SELECT {_RECORD} FROM frame WHERE connection_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-        (connection_id, after_seq, limit),
-    )
-    while rows := cursor.fetchmany(1024):
-        for row in rows:
-            yield FrameRecord._make(row)

@@ -31,7 +31,7 @@ from acp_proxy.protocol.latency import by_method
 from acp_proxy.serve.mcp.bounds import cut_text, fit_items, shrink_value, size
 from acp_proxy.serve.mcp.copies import Copies
 from acp_proxy.store import readers as store_read
-from acp_proxy.store.refs import Scope, resolve_ref, scope
+from acp_proxy.store.refs import Scope, connection_scope, resolve_ref, scope
 from acp_proxy.store.search import SearchQuery, catch_up, index_state
 from acp_proxy.store.search import search as run_search
 
@@ -358,10 +358,10 @@ class Library:
     def _findings(
         self, db: store_read.Database, cid: int, select: Sequence[str], ignore: Sequence[str]
     ) -> dict[str, Any]:
-        from acp_proxy.check.engine import Checker, select_rules
-        from acp_proxy.check.report import Checked, render_json
+        from acp_proxy.check.engine import select_rules
+        from acp_proxy.check.report import render_json
         from acp_proxy.check.schema_files import SchemasUnavailable, load_book
-        from acp_proxy.store.frames import frames
+        from acp_proxy.check.scope_check import check_scope
 
         try:
             rules = select_rules(select, ignore)
@@ -375,16 +375,7 @@ class Library:
             except SchemasUnavailable as error:
                 rules = frozenset(r for r in rules if r != "ACP000")
                 note = f"schemas not installed, ACP000 (schema validation) not run: {error}"
-        target = scope(db, str(cid))
-        checker = Checker(
-            book, rules=rules, protocol_version=target.protocol_version, connection_id=cid
-        )
-        found, count = [], 0
-        for record in frames(db, target):
-            count += 1
-            found += checker.observe(record)
-        found += checker.finish()
-        checked = [Checked(cid, target.label, target.protocol_version, count, found)]
+        checked = [check_scope(db, connection_scope(db, cid), book, rules)]
         document: dict[str, Any] = _json(
             render_json(checked, sorted(rules), book.source if book else None)
         )
