@@ -31,7 +31,7 @@ from acp_proxy.serve.ui import events, present
 from acp_proxy.serve.ui.state import Inspector
 from acp_proxy.store import readers as store_read
 from acp_proxy.store import ui_reads
-from acp_proxy.store.ui_reads import UiFilter
+from acp_proxy.store.readers import FrameFilter
 
 STATIC = Path(__file__).parent / "static"
 MAX_LIMIT = 2000
@@ -58,12 +58,12 @@ def _int(request: Request, name: str, default: int, low: int = 0, high: int = 2*
     return max(low, min(high, number))
 
 
-def _filter(request: Request) -> UiFilter:
+def _filter(request: Request) -> FrameFilter:
     q = request.query_params
     direction = q.get("direction") or None
     if direction is not None and direction not in store_read.DIRECTIONS:
         raise HTTPException(400, "direction must be c2a, a2c or stderr")
-    return UiFilter(
+    return FrameFilter(
         direction=direction, kind=q.get("kind") or None, method=q.get("method") or None,
         session=q.get("session") or None, text=q.get("text") or None,
     )  # fmt: skip

@@ -30,8 +30,8 @@ from acp_proxy.inspect.transcript.model import Transcript
 from acp_proxy.serve.ui.rows import RowIndex
 from acp_proxy.store import readers as store_read
 from acp_proxy.store import ui_reads
+from acp_proxy.store.readers import FrameFilter
 from acp_proxy.store.refs import connection_scope
-from acp_proxy.store.ui_reads import UiFilter
 
 SCAN_STEP = 200_000
 FIRST_STEP = 2_000
@@ -129,22 +129,22 @@ class Inspector:
 
     # ------------------------------------------------------------------ timeline
 
-    def _timeline(self, connection_id: int, where: UiFilter) -> _Timeline:
+    def _timeline(self, connection_id: int, where: FrameFilter) -> _Timeline:
         key = (connection_id, where.key())
         with self._lock:
             timeline = self._timelines.get(key)
             if timeline is None:
                 timeline = self._timelines[key] = _Timeline()
-                unfiltered = sum(1 for k in self._timelines if k[1] != UiFilter().key())
+                unfiltered = sum(1 for k in self._timelines if k[1] != FrameFilter().key())
                 if unfiltered > FILTERED_INDEXES:  # forget the oldest filtered index
-                    oldest = next(k for k in self._timelines if k[1] != UiFilter().key())
+                    oldest = next(k for k in self._timelines if k[1] != FrameFilter().key())
                     del self._timelines[oldest]
             else:
                 self._timelines.move_to_end(key)
             return timeline
 
     def extend(
-        self, connection_id: int, where: UiFilter, wanted_rows: int, *, scan: bool = False
+        self, connection_id: int, where: FrameFilter, wanted_rows: int, *, scan: bool = False
     ) -> _Timeline:
         """Index at least ``wanted_rows`` rows (or all there are); with ``scan``, go on
         indexing for ``SCAN_BUDGET_S`` (a large recording's index grows call by call)."""
@@ -170,7 +170,7 @@ class Inspector:
         return timeline
 
     def rows(
-        self, connection_id: int, where: UiFilter, offset: int, limit: int, scan: bool = False
+        self, connection_id: int, where: FrameFilter, offset: int, limit: int, scan: bool = False
     ) -> dict[str, Any]:
         """Rows ``[offset, offset + limit)`` of the timeline, with how far the index got."""
         from acp_proxy.serve.ui.present import frame_summary, run_text
@@ -210,7 +210,7 @@ class Inspector:
             "offset": offset, "rows": rows,
         }  # fmt: skip
 
-    def locate(self, connection_id: int, where: UiFilter, seq: int) -> dict[str, Any]:
+    def locate(self, connection_id: int, where: FrameFilter, seq: int) -> dict[str, Any]:
         """The row index of frame ``seq`` under ``where`` (indexing up to it if needed)."""
         timeline = self._timeline(connection_id, where)
         while True:
