@@ -127,23 +127,20 @@ def diff(
     when they differ, 0 when they are the same, 2 on usage errors.
     """
     from acp_proxy.check.report import render_diff_json, render_diff_text
-    from acp_proxy.protocol.diffing import compare, items
-    from acp_proxy.protocol.normalize import parse_path
-    from acp_proxy.store.frames import frames
+    from acp_proxy.check.scope_diff import check_ignore, diff_scopes
 
-    for path in ignore:
-        try:
-            parse_path(path)
-        except ValueError as error:
-            raise click.BadParameter(str(error), param_hint="--ignore") from error
+    try:
+        check_ignore(ignore)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--ignore") from error
     try:
         sides = []
         for ref, db_path in ((ref_a, db), (ref_b, other_db or db)):
             opened = open_ref(db_path, ref, sessions=True)
-            sides.append(items(frames(opened.db, opened.target), strict=strict, ignore=ignore))
+            sides.append((opened.db, opened.target))
+        result = diff_scopes(sides[0], sides[1], strict=strict, ignore=ignore).diff
     except AcpProxyError as error:
         _fail(error)
-    result = compare(sides[0], sides[1])
     if fmt == "json":
         click.echo(render_diff_json(result), nl=False)
     else:

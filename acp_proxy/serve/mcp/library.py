@@ -388,15 +388,12 @@ class Library:
     ) -> dict[str, Any]:
         """The first divergence of two recordings (or sessions), as ``diff --format json``."""
         from acp_proxy.check.report import render_diff_json
-        from acp_proxy.protocol.diffing import compare, items
-        from acp_proxy.protocol.normalize import parse_path
-        from acp_proxy.store.frames import frames
+        from acp_proxy.check.scope_diff import check_ignore, diff_scopes
 
-        for path in ignore:
-            try:
-                parse_path(path)
-            except ValueError as error:
-                raise ToolMistake(f"ignore: {error}") from error
+        try:
+            check_ignore(ignore)
+        except ValueError as error:
+            raise ToolMistake(f"ignore: {error}") from error
         sides = []
         for ref in (a, b):
             try:
@@ -407,9 +404,9 @@ class Library:
             session = target.session_id
             if session is not None:
                 session = self.copies.redact_text(session)
-            copy = Scope(cid, session, target.protocol_version, target.label)
-            sides.append(items(frames(db, copy), strict=strict, ignore=ignore))
-        document = _json(render_diff_json(compare(sides[0], sides[1])))
+            sides.append((db, Scope(cid, session, target.protocol_version, target.label)))
+        compared = diff_scopes(sides[0], sides[1], strict=strict, ignore=ignore)
+        document = _json(render_diff_json(compared.diff))
         return self._bounded(document)
 
     # --- conversation, method_stats ------------------------------------------------------

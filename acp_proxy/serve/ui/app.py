@@ -188,10 +188,9 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         ignore = q.getlist("ignore")
         strict = q.get("strict") in ("1", "true", "yes")
         try:
-            from acp_proxy.protocol.normalize import parse_path
+            from acp_proxy.check.scope_diff import check_ignore
 
-            for path in ignore:
-                parse_path(path)
+            check_ignore(ignore)
         except ValueError as error:
             raise HTTPException(400, str(error)) from None
         return Json(await threaded(_diff, inspector, a, b, strict, ignore))
@@ -323,17 +322,19 @@ def _latency(inspector: Inspector, cid: int) -> dict[str, Any]:
 
 
 def _diff(inspector: Inspector, a: str, b: str, strict: bool, ignore: list[str]) -> dict[str, Any]:
-    from acp_proxy.protocol.diffing import DIRECTIONS, compare, items
-    from acp_proxy.store.frames import frames, scope
+    from acp_proxy.check.scope_diff import diff_scopes
+    from acp_proxy.protocol.diffing import DIRECTIONS
+    from acp_proxy.store.frames import scope
 
     db = inspector.db.get()
-    sides, names = [], []
-    for ref in (a, b):
-        target = scope(db, ref, sessions=True)
-        names.append({"ref": ref, "connection_id": target.connection_id,
-                      "session_id": target.session_id, "label": target.label})  # fmt: skip
-        sides.append(items(frames(db, target), strict=strict, ignore=ignore))
-    result = compare(sides[0], sides[1])
+    targets = [scope(db, ref, sessions=True) for ref in (a, b)]
+    names = [
+        {"ref": ref, "connection_id": target.connection_id, "session_id": target.session_id,
+         "label": target.label}
+        for ref, target in zip((a, b), targets, strict=True)
+    ]  # fmt: skip
+    compared = diff_scopes((db, targets[0]), (db, targets[1]), strict=strict, ignore=ignore)
+    result, sides = compared.diff, (compared.a, compared.b)
 
     def shown(item: Any) -> Any:
         if item is None:
