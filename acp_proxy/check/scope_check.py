@@ -14,7 +14,6 @@ Rules:
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 
 from acp_proxy.check.base import Finding, Losses
@@ -22,6 +21,7 @@ from acp_proxy.check.engine import Checker
 from acp_proxy.check.report import Checked
 from acp_proxy.check.schemas import SchemaBook
 from acp_proxy.store.frames import frames, losses
+from acp_proxy.store.readers import Database
 from acp_proxy.store.refs import Scope
 
 
@@ -41,7 +41,7 @@ class ScopeCheck:
         self.findings: list[Finding] = []
         self.finished = False
 
-    def step(self, db: sqlite3.Connection, limit: int = -1) -> int:
+    def step(self, db: Database, limit: int = -1) -> int:
         """Check up to ``limit`` more frames (all there are when negative); how many it took.
 
         Fewer than ``limit``: every frame committed so far is checked. Findings gather in
@@ -55,7 +55,7 @@ class ScopeCheck:
         self.frames += taken
         return taken
 
-    def finish(self, db: sqlite3.Connection) -> list[Finding]:
+    def finish(self, db: Database) -> list[Finding]:
         """End of the scope: the findings only the end can tell, its losses among them."""
         if self.finished:
             return []
@@ -73,7 +73,7 @@ class ScopeCheck:
 
 
 def check_scope(
-    db: sqlite3.Connection,
+    db: Database,
     target: Scope,
     schemas: SchemaBook | None = None,
     rules: Iterable[str] | None = None,

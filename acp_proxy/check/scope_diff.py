@@ -11,16 +11,16 @@ Rules:
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from acp_proxy.protocol.diffing import Diff, Item, compare, items
 from acp_proxy.protocol.normalize import parse_path
 from acp_proxy.store.frames import frames
+from acp_proxy.store.readers import Database
 from acp_proxy.store.refs import Scope
 
-Side = tuple[sqlite3.Connection, Scope]
+Side = tuple[Database, Scope]
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from acp_proxy.errors import UnknownRecording
+from acp_proxy.protocol.decode import column_value
 from acp_proxy.protocol.latency import Call
 from acp_proxy.store.database import connect
 from acp_proxy.store.values import ConnectionRow, FrameRow
@@ -49,20 +48,11 @@ def open_for_reading(path: Path) -> sqlite3.Connection:
     return connect(path, create=False, readonly=True)
 
 
-def _loads(text: str | None) -> Any:
-    if text is None:
-        return None
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return text
-
-
 def _connection(row: tuple[Any, ...]) -> ConnectionRow:
     values = list(row)
-    values[6] = _loads(values[6]) or []
-    values[13], values[14] = _loads(values[13]), _loads(values[14])
-    values[19] = _loads(values[19])
+    values[6] = column_value(values[6]) or []
+    values[13], values[14] = column_value(values[13]), column_value(values[14])
+    values[19] = column_value(values[19])
     return ConnectionRow(*values)
 
 

@@ -20,8 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from acp_proxy.protocol.decode import column_value
 from acp_proxy.store.readers import FrameFilter
 
 SUMMARY_COLUMNS = (
@@ -79,15 +78,6 @@ def connection_states(db: sqlite3.Connection) -> list[tuple[int, str, int]]:
 # --------------------------------------------------------------------------- recordings
 
 
-def _loads(text: Any) -> Any:
-    if not isinstance(text, str):
-        return None
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return text
-
-
 _CONNECTION = (
     "id", "uid", "label", "status", "started_ns", "ended_ns", "argv", "cwd", "exit_code",
     "exit_signal", "error", "protocol_version", "client_info", "agent_info", "frames_c2a",
@@ -103,9 +93,9 @@ def connection_head(db: sqlite3.Connection, connection_id: int) -> dict[str, Any
     if row is None:
         return None
     record = dict(zip(_CONNECTION, row, strict=True))
-    record["argv"] = _loads(record["argv"]) or []
-    record["client_info"] = _loads(record["client_info"])
-    record["agent_info"] = _loads(record["agent_info"])
+    record["argv"] = column_value(record["argv"]) or []
+    record["client_info"] = column_value(record["client_info"])
+    record["agent_info"] = column_value(record["agent_info"])
     first = db.execute(
         "SELECT mono_ns FROM frame WHERE connection_id = ? ORDER BY seq LIMIT 1", (connection_id,)
     ).fetchone()

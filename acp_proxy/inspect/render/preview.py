@@ -20,9 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
 from acp_proxy.inspect.render import words
+from acp_proxy.protocol.decode import json_or_none
 
 _TOOL_CALLS = ("tool_call", "tool_call_update")
 
@@ -66,9 +65,8 @@ def frame_preview(raw: bytes, direction: str, kind: str, *, complete: bool = Tru
 def _words(raw: bytes, direction: str, kind: str, complete: bool) -> str:
     if direction == "stderr" or kind == "unparseable" or not complete:
         return raw.decode("utf-8", "replace")
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
+    value = json_or_none(raw)
+    if value is None:  # not JSON (or ``null``): the line as text
         return raw.decode("utf-8", "replace")
     if not isinstance(value, dict):
         return words.to_json(value)

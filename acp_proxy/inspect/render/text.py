@@ -22,6 +22,7 @@ from acp_proxy.inspect.render import words as present
 from acp_proxy.inspect.render.preview import cut, frame_preview, one_line
 from acp_proxy.inspect.render.style import style
 from acp_proxy.inspect.transcript.values import PromptTurn
+from acp_proxy.protocol.decode import json_or_none
 from acp_proxy.store.values import ConnectionRow, FrameRow
 
 PREVIEW = 100
@@ -29,13 +30,6 @@ MIN_PREVIEW = 8  # narrower than this, a preview says nothing: the line goes wit
 _SGR = re.compile(r"\x1b\[[0-9;]*m")
 DIRECTION_STYLE = {"c2a": ("c2a", "cyan"), "a2c": ("a2c", "green"), "stderr": ("err", "yellow")}
 KIND_COLOURS = {"error": "red", "unparseable": "red", "invalid": "red", "response": "blue"}
-
-
-def _parse(raw: bytes) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
 
 
 def _cut(text: str, width: int = PREVIEW) -> str:
@@ -108,7 +102,7 @@ def frame_json(frame: FrameRow, first_ns: int | None) -> str:
         "latency_ms": None if frame.latency_ns is None else frame.latency_ns / 1e6,
         "flags": list(frame.flags),
     }  # fmt: skip
-    value = _parse(frame.raw) if frame.kind != "stderr" else None
+    value = json_or_none(frame.raw) if frame.kind != "stderr" else None
     if value is not None:
         record["message"] = value
     else:
@@ -120,7 +114,7 @@ def frame_json(frame: FrameRow, first_ns: int | None) -> str:
 
 
 def pretty_body(frame: FrameRow) -> str:
-    value = _parse(frame.raw) if frame.kind != "stderr" else None
+    value = json_or_none(frame.raw) if frame.kind != "stderr" else None
     body = (
         present.to_json(value, pretty=True)
         if value is not None

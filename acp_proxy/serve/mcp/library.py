@@ -27,6 +27,7 @@ from acp_proxy.inspect.render.hits import hit_record
 from acp_proxy.inspect.render.text import frame_json
 from acp_proxy.inspect.render.words import wall
 from acp_proxy.inspect.since import since_ns
+from acp_proxy.protocol.decode import column_value, json_object
 from acp_proxy.protocol.latency import by_method
 from acp_proxy.serve.mcp.bounds import cut_text, fit_items, shrink_value, size
 from acp_proxy.serve.mcp.copies import Copies
@@ -97,7 +98,7 @@ class Library:
             if status is not None and row.status != status:
                 continue
             record = self.copies.connection_record(row.id)
-            agent_info = _loads(record.get("agent_info"))
+            agent_info = column_value(record.get("agent_info"))
             if label is not None and label.lower() not in str(record.get("label") or "").lower():
                 continue
             if agent is not None and agent.lower() not in orjson.dumps(agent_info).decode().lower():
@@ -111,7 +112,7 @@ class Library:
                 "id": row.id, "label": record.get("label"), "started": wall(row.started_ns),
                 "duration_ms": None if ended is None else ended / 1e6, "status": row.status,
                 "ending": row.ending, "agent": self._peer(agent_info),
-                "client": self._peer(_loads(record.get("client_info"))),
+                "client": self._peer(column_value(record.get("client_info"))),
                 "protocol_version": row.protocol_version, "frames": counts.frames,
                 "prompt_turns": counts.prompts, "error_responses": counts.errors,
                 "malformed_frames": counts.malformed, "sessions": len(counts.sessions),
@@ -172,7 +173,7 @@ class Library:
         request = next(iter(found), None)
         if request is None:
             return {"initialize": None}
-        params = (_loads_bytes(request.raw) or {}).get("params") or {}
+        params = (json_object(request.raw) or {}).get("params") or {}
         answer = next(
             (
                 f
@@ -181,7 +182,7 @@ class Library:
             ),
             None,
         )
-        result = (_loads_bytes(answer.raw) or {}).get("result") if answer is not None else None
+        result = (json_object(answer.raw) or {}).get("result") if answer is not None else None
         result = result if isinstance(result, dict) else {}
         return {
             "client_capabilities": params.get("clientCapabilities"),
@@ -467,25 +468,8 @@ def _one_turn(view: Any, turn: Any) -> Any:
     return dataclasses.replace(view, sessions=(narrowed,), events=())
 
 
-def _loads(text: Any) -> Any:
-    if not isinstance(text, str):
-        return text
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return text
-
-
-def _loads_bytes(raw: bytes) -> Any:
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def _error_of(raw: bytes) -> Any:
-    value = _loads_bytes(raw) or {}
+    value = json_object(raw) or {}
     error = value.get("error")
     return shrink_value(error, 1024)
 

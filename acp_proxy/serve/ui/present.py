@@ -16,8 +16,6 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
 from acp_proxy.inspect.render import words
 from acp_proxy.inspect.render.preview import cut, frame_preview
 from acp_proxy.inspect.transcript.values import (
@@ -37,6 +35,7 @@ from acp_proxy.inspect.transcript.values import (
     TurnMark,
     UnknownUpdate,
 )
+from acp_proxy.protocol.decode import json_or_none
 
 PREVIEW_CHARS = 160
 RUN_TEXT_CHARS = 2000
@@ -81,12 +80,7 @@ def _cut(text: str, width: int = PREVIEW_CHARS) -> str:
 
 
 def _parse(head: bytes, size: int) -> Any:
-    if not _complete(head, size):
-        return None
-    try:
-        return orjson.loads(head)
-    except orjson.JSONDecodeError:
-        return None
+    return json_or_none(head) if _complete(head, size) else None
 
 
 def _complete(head: bytes, size: int) -> bool:
