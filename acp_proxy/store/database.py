@@ -47,7 +47,7 @@ import orjson
 from acp_proxy.errors import RecordingBusy, RecordingError, UnknownRecording, UnreadableRecording
 from acp_proxy.protocol.observer import FRAME_COLUMNS, ConnectionFacts, FrameRecord
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 LARGE_FRAME_BYTES = 1024 * 1024
 BUSY_TIMEOUT_MS = 10_000
 # Room a frame's row needs besides ``raw`` (its other columns), below the length limit.
@@ -300,6 +300,46 @@ _SCHEMA_V7 = """
 ALTER TABLE connection ADD COLUMN client_argv TEXT;
 """
 
+# Format 8: remote connections (Streamable HTTP and WebSocket, ``record --listen``). The
+# connection says how it was carried; ``http_exchange`` keeps one row per HTTP request (or
+# WebSocket upgrade) with its method, status and ACP headers; ``frame_transport`` says, per
+# frame of a remote connection, in which exchange and on which stream it crossed. Frames
+# themselves stay exactly what they are for stdio (one JSON-RPC message each).
+_SCHEMA_V8 = """
+ALTER TABLE connection ADD COLUMN transport TEXT NOT NULL DEFAULT 'stdio';
+ALTER TABLE connection ADD COLUMN remote_url TEXT;
+ALTER TABLE connection ADD COLUMN listen_url TEXT;
+ALTER TABLE connection ADD COLUMN client_address TEXT;
+ALTER TABLE connection ADD COLUMN remote_connection_id TEXT;
+CREATE TABLE http_exchange (
+    id INTEGER PRIMARY KEY,
+    connection_id INTEGER NOT NULL REFERENCES connection(id),
+    seq INTEGER NOT NULL,
+    method TEXT NOT NULL,
+    target TEXT NOT NULL,
+    http_version TEXT,
+    stream TEXT NOT NULL,
+    acp_connection_id TEXT,
+    acp_session_id TEXT,
+    status INTEGER,
+    request_headers TEXT,
+    response_headers TEXT,
+    body TEXT,
+    started_ns INTEGER NOT NULL,
+    answered_ns INTEGER,
+    ended_ns INTEGER,
+    error TEXT
+);
+CREATE UNIQUE INDEX http_exchange_by_connection_seq ON http_exchange(connection_id, seq);
+CREATE TABLE frame_transport (
+    connection_id INTEGER NOT NULL REFERENCES connection(id),
+    seq INTEGER NOT NULL,
+    exchange_seq INTEGER NOT NULL,
+    stream TEXT NOT NULL,
+    PRIMARY KEY (connection_id, seq)
+) WITHOUT ROWID;
+"""
+
 MIGRATIONS: dict[int, str] = {
     0: _SCHEMA_V1,
     1: _SCHEMA_V2,
@@ -308,6 +348,7 @@ MIGRATIONS: dict[int, str] = {
     4: _SCHEMA_V5,
     5: _SCHEMA_V6,
     6: _SCHEMA_V7,
+    7: _SCHEMA_V8,
 }
 
 
@@ -448,6 +489,12 @@ class NewConnection:
     uid: str | None = None  # chosen by the proxy: it finds the row again (``update_by_uid``), and
     # ``record --otlp`` names the trace after it from the start
     client_argv: Sequence[str] | None = None  # the client's command line, when it is known
+    # How the connection was carried: ``stdio``, or ``http`` / ``websocket`` (remote; the
+    # other fields are then the upstream's URL, where the proxy listened, the client's address).
+    transport: str = "stdio"
+    remote_url: str | None = None
+    listen_url: str | None = None
+    client_address: str | None = None
 
 
 def new_uid() -> str:
@@ -457,7 +504,7 @@ def new_uid() -> str:
 
 _UPDATABLE = frozenset({
     "agent_pid", "status", "ended_ns", "exit_code", "exit_signal", "error", "frames_lost",
-    "bytes_lost", "otlp_frames_dropped", "otlp_spans_dropped",
+    "bytes_lost", "otlp_frames_dropped", "otlp_spans_dropped", "remote_connection_id",
 })  # fmt: skip
 
 
@@ -510,14 +557,15 @@ class RecordingWriter:
             with write_transaction(db):
                 cursor = db.execute(
                     "INSERT INTO connection (uid, label, status, started_ns, argv, cwd, "
-                    "proxy_version, proxy_pid, client_argv) "
-                    "VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+                    "proxy_version, proxy_pid, client_argv, transport, remote_url, listen_url, "
+                    "client_address) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         new.uid or new_uid(), new.label, new.started_ns or _now_ns(),
                         orjson.dumps(list(new.argv)).decode(), new.cwd, new.proxy_version,
                         new.proxy_pid,
                         None if new.client_argv is None
                         else orjson.dumps(list(new.client_argv)).decode(),
+                        new.transport, new.remote_url, new.listen_url, new.client_address,
                     ),
                 )  # fmt: skip
         except sqlite3.Error as error:
