@@ -25,7 +25,6 @@ Rules:
 
 from __future__ import annotations
 
-import errno
 import os
 import select
 import struct
@@ -259,11 +258,9 @@ class RecordingHub:
             else:
                 try:
                     said = os.read(self._committed_fd, 1)
-                except OSError as error:
-                    said = b"" if error.errno == errno.EINTR else b""
-                outcome = {b"1": "recorded", b"2": "incomplete", b"0": "failed"}.get(
-                    said, "died"
-                )
+                except OSError:
+                    said = b""
+                outcome = {b"1": "recorded", b"2": "incomplete", b"0": "failed"}.get(said, "died")
         finally:
             os.close(self._committed_fd)
         self.outcome = outcome

@@ -57,12 +57,10 @@ from acp_proxy.record.recorder_process import _yield_to_forwarding
 from acp_proxy.stderr import Reporter
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from acp_proxy.record.live_check import LiveCheck
     from acp_proxy.record.recorder import RecordSink
-    from acp_proxy.store.database import RecordingWriter
     from acp_proxy.store.remote import RemoteFactsWriter, TransportRow
+    from acp_proxy.store.writer import RecordingWriter
 
 _T = TypeVar("_T")
 
@@ -105,7 +103,6 @@ class HubRecorder:
         mono0, wall0 = clock_origin
         self._wall_minus_mono = wall0 - mono0
         self._settings: dict[str, Any] = {}
-        self._db: sqlite3.Connection | None = None
         self._facts: RemoteFactsWriter | None = None
         self._connections: dict[int, _Connection] = {}
         self._waiting = 0  # bytes of messages taken since the last batch
@@ -138,9 +135,7 @@ class HubRecorder:
             now = time.monotonic()
             busy = bool(ready) and not ended
             if self._has_work() and (
-                not busy
-                or now - first_waiting >= PATIENCE_SECONDS
-                or self._waiting >= ENOUGH_BYTES
+                not busy or now - first_waiting >= PATIENCE_SECONDS or self._waiting >= ENOUGH_BYTES
             ):
                 self._batch()
                 first_waiting = 0.0
@@ -153,9 +148,9 @@ class HubRecorder:
                 "ended_ns": time.time_ns(),
             }  # fmt: skip
         self._batch()
-        if self._db is not None:
-            with contextlib.suppress(Exception):
-                self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        if self._facts is not None:
+            with contextlib.suppress(RecordingError):
+                self._facts.checkpoint()
 
     def _has_work(self) -> bool:
         return any(
@@ -171,8 +166,8 @@ class HubRecorder:
         size = HEADER.size
         try:
             while len(buffer) - at >= size:
-                kind, direction, stream, key, exchange_seq, mono_ns, length = (
-                    HEADER.unpack_from(view, at)
+                kind, direction, stream, key, exchange_seq, mono_ns, length = HEADER.unpack_from(
+                    view, at
                 )
                 if len(buffer) - at - size < length:
                     break
@@ -242,15 +237,14 @@ class HubRecorder:
         except RecordingError as error:
             self._fail(error)
             return
-        self._db = db
         self._facts = RemoteFactsWriter(db)
 
     def _open(self, key: int, settings: dict[str, Any]) -> None:
-        from acp_proxy.store.database import NewConnection, RecordingWriter
+        from acp_proxy.store.writer import NewConnection, RecordingWriter
 
         writer = None
-        if self._db is not None:
-            db = self._db
+        if self._facts is not None:
+            db = self._facts.db
             try:
                 writer = self._busy_retry(
                     lambda: RecordingWriter.start(db, NewConnection(**settings), index=False)
@@ -429,7 +423,6 @@ class HubRecorder:
             self._report(f"{error}; forwarding continues, nothing more will be recorded")
         for connection in self._connections.values():
             connection.writer = None
-        self._db = None
         self._facts = None
 
 

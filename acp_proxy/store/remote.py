@@ -23,8 +23,7 @@ from typing import Any
 
 import orjson
 
-from acp_proxy.errors import RecordingBusy, RecordingError
-from acp_proxy.store.database import is_busy, write_transaction
+from acp_proxy.store.database import error_for, write_transaction
 
 # Which stream a frame crossed on: a POST's body (client to agent), a POST's answer body (the
 # initialize result), the connection-scoped or a session-scoped SSE stream (a GET), a WebSocket.
@@ -54,7 +53,14 @@ class RemoteFactsWriter:
     """Writes exchanges and frame transport rows; used from one thread."""
 
     def __init__(self, db: sqlite3.Connection) -> None:
-        self._db = db
+        self._db = self.db = db
+
+    def checkpoint(self) -> None:
+        """Copy what the WAL holds into the main file, without waiting for anyone."""
+        try:
+            self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error as error:
+            raise error_for(error, "checkpoint the recording") from error
 
     def write(
         self,
@@ -94,8 +100,7 @@ class RemoteFactsWriter:
                         transports,
                     )
         except sqlite3.Error as error:
-            kind = RecordingBusy if is_busy(error) else RecordingError
-            raise kind(f"cannot write the transport facts: {error}") from error
+            raise error_for(error, "write the transport facts") from error
 
 
 def exchanges(db: sqlite3.Connection, connection_id: int) -> list[dict[str, Any]]:

@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from acp_proxy.cli.main import main as cli
-from acp_proxy.store.database import NewConnection, RecordingWriter, connect
+from acp_proxy.store.database import connect
+from acp_proxy.store.writer import NewConnection, RecordingWriter
 from tests.support.cli import run
 from tests.support.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
 from tests.support.fixtures_transcript import V2_WALKTHROUGH

@@ -17,9 +17,9 @@ from typing import Any
 
 import orjson
 
+from acp_proxy.display import json_visible, visible
 from acp_proxy.inspect.render import words as present
 from acp_proxy.inspect.render.style import style
-from acp_proxy.inspect.render.terminal import json_visible, visible
 from acp_proxy.inspect.transcript.values import PromptTurn
 from acp_proxy.store.values import ConnectionRow, FrameRow
 
