@@ -43,6 +43,8 @@ class SseReader:
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
         events: list[SseEvent] = []
+        if not chunk:
+            return events
         start = 0
         if self._after_cr and chunk[:1] == b"\n":
             start = 1  # the LF of a CRLF split between chunks
