@@ -271,8 +271,9 @@ def demo(db: Path | None, label: str, prompts: tuple[str, ...]) -> None:
     from acp_proxy.demo import AGENT_MODULE
     from acp_proxy.demo.client import run_demo_client
     from acp_proxy.inspect.summary import render_summary
-    from acp_proxy.store.database import connect, summarize
+    from acp_proxy.store.database import connect
     from acp_proxy.store.refs import resolve_ref
+    from acp_proxy.store.summary import summarize
 
     db_path = resolve_db(db)
     agent = [sys.executable, "-m", AGENT_MODULE]

@@ -176,7 +176,7 @@ class Recording:
         from pathlib import Path
 
         from acp_proxy.errors import RecordingError
-        from acp_proxy.store.database import update_by_uid
+        from acp_proxy.store.writer import update_by_uid
 
         try:
             update_by_uid(
@@ -191,7 +191,7 @@ class Recording:
         from pathlib import Path
 
         from acp_proxy.errors import RecordingError
-        from acp_proxy.store.database import connection_id_of_uid
+        from acp_proxy.store.writer import connection_id_of_uid
 
         try:
             return connection_id_of_uid(Path(self.db_path), self.uid)
