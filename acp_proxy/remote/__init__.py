@@ -1,25 +1,28 @@
-"""The ACP remote transport (Streamable HTTP and WebSocket): async by nature, beside record/.
+"""Remote ACP (Streamable HTTP and WebSocket): the reverse proxy ``record --listen``, the stdio
+bridge ``record --connect`` and the replay listener ``replay --listen``.
 
 Rules:
-- Nothing here is imported by ``record/``: the stdio hot path stays on plain threads.
-- Every part feeds record's one recording pipeline (record/recording.py).
+- This package is the async side of recording remote agents: it serves with hypercorn (ASGI:
+  HTTP/1.1, h2c and the WebSocket upgrade in one server), connects upstream with httpx (HTTP)
+  and websockets (WS), and records through ``record/hub.py`` (the same observer, store and loss
+  accounting as stdio). ``record/`` never imports this package nor asyncio.
+- Its libraries are the optional ``remote`` extra: ``missing_extra`` gives the one line to say
+  when they are not installed (exit 2), before anything else is done.
 """
 
 from __future__ import annotations
 
 import importlib.util
 
-EXTRA_MODULES = ("httpx", "h2", "websockets", "hypercorn")
-MISSING_EXTRA = "remote ACP needs the remote extra: pip install 'acp-proxy[remote]'"
+EXTRA_MODULES = ("hypercorn", "httpx", "h2", "websockets")
 
 
 def missing_extra() -> str | None:
-    """One line saying what to install, or None when the libraries are there."""
-    for name in EXTRA_MODULES:
-        try:
-            found = importlib.util.find_spec(name) is not None
-        except ModuleNotFoundError:
-            found = False
-        if not found:
-            return MISSING_EXTRA
-    return None
+    """The one-line message when the ``remote`` extra is not installed, else None."""
+    missing = [name for name in EXTRA_MODULES if importlib.util.find_spec(name) is None]
+    if not missing:
+        return None
+    return (
+        f"remote transports need the remote extra ({', '.join(missing)} missing): "
+        "pip install 'acp-proxy[remote]'"
+    )

@@ -269,6 +269,46 @@ ALTER TABLE connection ADD COLUMN client_argv TEXT;
 """
 
 # One step per format, in order: the step at index n takes format n to n+1. Append only.
+# Format 8: remote connections (Streamable HTTP and WebSocket, ``record --listen``). The
+# connection says how it was carried; ``http_exchange`` keeps one row per HTTP request (or
+# WebSocket upgrade) with its method, status and ACP headers; ``frame_transport`` says, per
+# frame of a remote connection, in which exchange and on which stream it crossed. Frames
+# themselves stay what they are for stdio (one JSON-RPC message each), so every reader works.
+_SCHEMA_V8 = """
+ALTER TABLE connection ADD COLUMN transport TEXT NOT NULL DEFAULT 'stdio';
+ALTER TABLE connection ADD COLUMN remote_url TEXT;
+ALTER TABLE connection ADD COLUMN listen_url TEXT;
+ALTER TABLE connection ADD COLUMN client_address TEXT;
+ALTER TABLE connection ADD COLUMN remote_connection_id TEXT;
+CREATE TABLE http_exchange (
+    id INTEGER PRIMARY KEY,
+    connection_id INTEGER NOT NULL REFERENCES connection(id),
+    seq INTEGER NOT NULL,
+    method TEXT NOT NULL,
+    target TEXT NOT NULL,
+    http_version TEXT,
+    stream TEXT NOT NULL,
+    acp_connection_id TEXT,
+    acp_session_id TEXT,
+    status INTEGER,
+    request_headers TEXT,
+    response_headers TEXT,
+    body TEXT,
+    started_ns INTEGER NOT NULL,
+    answered_ns INTEGER,
+    ended_ns INTEGER,
+    error TEXT
+);
+CREATE UNIQUE INDEX http_exchange_by_connection_seq ON http_exchange(connection_id, seq);
+CREATE TABLE frame_transport (
+    connection_id INTEGER NOT NULL REFERENCES connection(id),
+    seq INTEGER NOT NULL,
+    exchange_seq INTEGER NOT NULL,
+    stream TEXT NOT NULL,
+    PRIMARY KEY (connection_id, seq)
+) WITHOUT ROWID;
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     _SCHEMA_V1,
     _SCHEMA_V2,
@@ -277,6 +317,7 @@ MIGRATIONS: tuple[str, ...] = (
     _SCHEMA_V5,
     _SCHEMA_V6,
     _SCHEMA_V7,
+    _SCHEMA_V8,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

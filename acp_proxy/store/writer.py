@@ -65,6 +65,12 @@ class NewConnection:
     uid: str | None = None  # chosen by the proxy: it finds the row again (``update_by_uid``), and
     # ``record --otlp`` names the trace after it from the start
     client_argv: Sequence[str] | None = None  # the client's command line, when it is known
+    # How the connection was carried: ``stdio``, or ``http`` / ``websocket`` (remote; the
+    # other fields are then the upstream's URL, where the proxy listened, the client's address).
+    transport: str = "stdio"
+    remote_url: str | None = None
+    listen_url: str | None = None
+    client_address: str | None = None
 
 
 def new_uid() -> str:
@@ -74,7 +80,7 @@ def new_uid() -> str:
 
 _UPDATABLE = frozenset({
     "agent_pid", "status", "ended_ns", "exit_code", "exit_signal", "error", "frames_lost",
-    "bytes_lost", "otlp_frames_dropped", "otlp_spans_dropped",
+    "bytes_lost", "otlp_frames_dropped", "otlp_spans_dropped", "remote_connection_id",
 })  # fmt: skip
 
 
@@ -122,14 +128,15 @@ class RecordingWriter:
             with write_transaction(db):
                 cursor = db.execute(
                     "INSERT INTO connection (uid, label, status, started_ns, argv, cwd, "
-                    "proxy_version, proxy_pid, client_argv) "
-                    "VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+                    "proxy_version, proxy_pid, client_argv, transport, remote_url, listen_url, "
+                    "client_address) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         new.uid or new_uid(), new.label, new.started_ns or _now_ns(),
                         orjson.dumps(list(new.argv)).decode(), new.cwd, new.proxy_version,
                         new.proxy_pid,
                         None if new.client_argv is None
                         else orjson.dumps(list(new.client_argv)).decode(),
+                        new.transport, new.remote_url, new.listen_url, new.client_address,
                     ),
                 )  # fmt: skip
         except sqlite3.Error as error:
