@@ -40,8 +40,8 @@ import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from acp_proxy.protocol.acp import Direction
+from acp_proxy.protocol.sse import SseReader, SseTooLong
 from acp_proxy.remote.client_routing import ClientRoutes, as_line, failure_answer
-from acp_proxy.remote.sse_reader import SseReader
 from acp_proxy.replay.shell.ports import ClientPort, Event, Input, Poke, Signalled
 from acp_proxy.stderr import Reporter
 
@@ -212,11 +212,13 @@ class HttpRemote(Remote):
                     else:
                         reader = SseReader()
                         async for chunk in response.aiter_bytes():
-                            for data in reader.feed(chunk):
-                                for new in link.deliver(data, session):
+                            for event in reader.feed(chunk):
+                                for new in link.deliver(event.data, session):
                                     await self._open_stream(new, wait=False)
             except httpx.HTTPError as error:
                 ended = f"{what} failed: {_why(error)}"
+            except SseTooLong:
+                ended = f"{what} sent a line longer than the bridge keeps"
             finally:
                 if opened is not None:
                     opened.set()

@@ -3,8 +3,10 @@
 Rules:
 - The recorder process is forked first (record/recording.py, the one recording pipeline),
   before the event loop, httpx or websockets are imported, so that it carries none of them.
-- The recorded agent command is the URL as bridge_headers.recorded_url gives it; the client's
-  command line is recorded with every ``--header`` value scrubbed. Header values are never recorded.
+- The recorded agent command (and ``remote_url``) is the URL as bridge_headers.recorded_url
+  gives it; the connection's transport is ``stdio`` (its frames are the stdio side's lines);
+  the client's command line is recorded with every ``--header`` value scrubbed. Header values
+  are never recorded.
 - The exit status is the bridge's (bridge.py): 0 when the client ended, 1 when the remote end
   failed; the recording is finished with it, as ``record`` finishes with the agent's.
 """
@@ -39,8 +41,9 @@ class BridgeOptions:
 def record_bridge(options: BridgeOptions, report: Reporter) -> int:
     """Bridge the client on fds 0 and 1 to ``options.url``, recorded; the exit status."""
     client_argv = client_command()
+    shown = recorded_url(options.url)
     recording = Recording.start(
-        options.db_path, [recorded_url(options.url)], report, label=options.label,
+        options.db_path, [shown], report, label=options.label, remote_url=shown,
         check=options.check, otlp=options.otlp, max_wait=options.max_recorder_wait,
         client_argv=None if client_argv is None else scrub_header_values(client_argv),
     )  # fmt: skip

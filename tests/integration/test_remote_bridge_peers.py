@@ -86,6 +86,8 @@ def test_bridge_to_the_python_server(
     else:  # several event streams: the order across them is the network's
         assert sorted(received) == sorted(lines(side.a2c))
     assert recording.connection["argv"] == f'["{url}"]'
+    assert recording.connection["remote_url"] == url
+    assert recording.connection["transport"] == "stdio"
 
 
 @pytest.mark.parametrize("websocket", PROFILES)

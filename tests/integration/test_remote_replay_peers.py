@@ -5,7 +5,7 @@ hypercorn, every exchange logged by ``tools/asgi_tap.py``); what crossed becomes
 (a JSONL of raw frames, imported). Then ``acp-proxy replay --listen 127.0.0.1:0`` serves that
 recording and the same client runs against it. It checks that
 
-* the client prints exactly what it printed against the real server, and exits 0;
+* the client prints exactly the lines it printed against the real server, and exits 0;
 * the replay says, per connection, that nothing diverged, and exits 0 when stopped;
 * a client that says something else is a divergence (exit 1) with replay's account.
 """
@@ -127,7 +127,9 @@ def test_replay_listen_serves_the_sdk_clients(
         done = run_client(argv, shown, tmp_path)
         status, said = stop(listener)
     assert_client_done(done, said)
-    assert done.stdout == expected
+    # The same lines: their order across two event streams (an update on the session's, the
+    # answer on the connection's) is the client's scheduling, not the replay's.
+    assert sorted(done.stdout.splitlines()) == sorted(expected.splitlines())
     profile = "WebSocket" if websocket else "Streamable HTTP"
     assert f"remote connection 1 ({profile})" in said
     assert said.count("No divergence.") == 1, said
