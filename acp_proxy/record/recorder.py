@@ -314,6 +314,10 @@ class Recorder:
                 writer.checkpoint()
             except RecordingError as error:
                 self._report(f"{error}; the recording is complete in its WAL file")
+            try:  # nothing more is written: the connection is no longer live on our account
+                self._busy_retry(writer.done)
+            except RecordingError as error:
+                self._report(f"{error}; the recording stays marked as being written")
 
     def _apply_pending_updates(self, writer: RecordingWriter) -> None:
         with self._lock:

@@ -45,6 +45,7 @@ from acp_proxy.protocol.wire import Frame
 from acp_proxy.store import captures, import_types
 from acp_proxy.store.database import connect, write_transaction
 from acp_proxy.store.import_types import Column, frame_problem, problem
+from acp_proxy.store.readers import LOCAL_COLUMNS
 from acp_proxy.testing.cassette_episodes import is_header
 
 BATCH = 1000
@@ -303,7 +304,8 @@ class _Clock:
 
 def _start(db: sqlite3.Connection, connection: dict[str, Any]) -> int:
     _refuse_if_held(db, connection["uid"])
-    names = list(connection)
+    # An import is written by no recorder: a process id from elsewhere would make it look live.
+    names = [n for n in connection if n not in LOCAL_COLUMNS]
     cursor = db.execute(_insert("connection", names), [connection[n] for n in names])
     assert cursor.lastrowid is not None
     return cursor.lastrowid
