@@ -134,7 +134,7 @@ def test_bounds_helpers() -> None:
     assert page["truncated"]
     assert len(orjson.dumps(page)) <= 2000
     assert fit_items({}, "items", items[:3], 2000, lambda i: i["n"])["next"] is None
-    assert cut_text("abcdef", 2, 3) == ("cde", 5)
+    assert cut_text("abcdef", 2, 5) == ("cde", 5)  # five bytes: "cde" with its quotes
     assert cut_text("abcdef", 3, 10) == ("def", None)
 
 
@@ -158,3 +158,18 @@ def test_a_missing_database_is_one_line(tmp_path: Path, capfd: pytest.CaptureFix
     result = CliRunner().invoke(cli, ["mcp", "--db", str(tmp_path / "none.sqlite")])
     assert result.exit_code == 2
     assert capfd.readouterr().err.startswith("acp-proxy: no recording database at ")
+
+
+@pytest.mark.parametrize("text", ["é" * 5000, "\x01" * 5000, "😀a" * 3000, "plain " * 900])
+def test_cut_text_keeps_each_piece_within_its_bytes_and_loses_nothing(text: str) -> None:
+    from acp_proxy.serve.mcp.bounds import size
+
+    pieces, offset = [], 0
+    while True:
+        piece, following = cut_text(text, offset, 1000)
+        assert size(piece) <= 1000
+        pieces.append(piece)
+        if following is None:
+            break
+        offset = following
+    assert "".join(pieces) == text
