@@ -376,8 +376,13 @@ class Recorder:
                 self._fail(error)
             else:
                 return
-        if self.status.connection_id is None:
-            return  # nothing was recorded at all, as was said when the database failed
+        if self.status.connection_id is None:  # no row to hold the counts: said here instead
+            if lost:
+                self._report(
+                    f"nothing was recorded: {self.status.frames_lost} frames "
+                    f"({self.status.bytes_lost} bytes) crossed unrecorded"
+                )
+            return
         if self._write_losses_afresh():
             return
         if lost:

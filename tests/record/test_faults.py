@@ -386,3 +386,21 @@ def test_a_recording_whose_proxy_was_killed_stays_live_while_its_recorder_writes
     assert con.execute("SELECT connection_id, count(*) FROM frame GROUP BY 1").fetchall() == [
         (2, 2)
     ]
+
+
+def test_a_read_only_database_says_how_many_frames_went_unrecorded(tmp_path: Path) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    db = folder / "rec.sqlite"
+    connect(db).close()  # a recording database, then made read-only by a bind mount
+    script = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
+    argv = ["unshare", "--map-root-user", "--mount", "sh", "-c", script, str(folder),
+            *proxy_argv(db, "echo")]  # fmt: skip
+    lines = b'{"jsonrpc":"2.0","method":"_a"}\n{"jsonrpc":"2.0","method":"_b"}\n'
+    done = subprocess.run(argv, input=lines, capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == lines
+    said = done.stderr.decode()
+    assert "nothing more will be recorded" in said
+    assert "nothing was recorded: 4 frames (128 bytes) crossed unrecorded" in said, said
+    assert "Traceback" not in said
