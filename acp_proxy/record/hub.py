@@ -25,11 +25,13 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import struct
 import time
 from collections import deque
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -80,8 +82,12 @@ class RecordingHub:
     def start(
         cls, db_path: str | Path, report: Reporter, *, check: bool = False,
         otlp: dict[str, object] | None = None, clock_origin: tuple[int, int] | None = None,
+        close_in_child: Iterable[int] = (),
     ) -> RecordingHub:  # fmt: skip
-        """Fork the recorder process; call it before any thread or event loop exists."""
+        """Fork the recorder process; call it before any thread or event loop exists.
+
+        ``close_in_child``: descriptors the recorder must not keep (the listening socket).
+        """
         from acp_proxy.record.hub_recorder import record_from_pipe
 
         origin = clock_origin or (time.monotonic_ns(), time.time_ns())
@@ -95,6 +101,9 @@ class RecordingHub:
                 os.umask(0o077)
                 os.close(write_fd)
                 os.close(committed_read)
+                for fd in close_in_child:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
                 status = record_from_pipe(read_fd, origin, report, committed_write)
             except BaseException as error:  # the child must never return into the parent
                 report(f"the recorder failed: {type(error).__name__}: {error}")

@@ -1,0 +1,183 @@
+"""``record --listen HOST:PORT --upstream URL``: the listener's life, start to end.
+
+Rules:
+- Order: the listening socket is bound first (a port in use is the user's mistake, said
+  before anything else happens), then the recorder process is forked (record/hub.py: before
+  any thread or event loop; it closes its copy of the socket), then the event loop serves.
+- hypercorn serves the socket (``fd://``): HTTP/1.1, h2c (prior knowledge or upgrade) and h2
+  over TLS, and WebSocket, with the proxy's ASGI app (proxy.py). It adds no ``Server`` or
+  ``Date`` header of its own: the upstream's pass through.
+- ``--listen`` binds loopback unless told otherwise; any other address is warned about once.
+  ``PORT`` 0 picks a free port. The address is said on stderr:
+  ``acp-proxy: listening on http://127.0.0.1:PORT/acp`` (``https`` with ``--cert``/``--key``).
+- SIGINT, SIGTERM and SIGHUP stop the listener: open requests get ``GRACE_SECONDS`` to end,
+  every connection still open is recorded as ``dropped`` (the listener stopped), and the
+  recorder gets ``flush_deadline`` seconds to commit, as ``record`` gives its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import signal
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from acp_proxy.record.recording import FLUSH_DEADLINE
+from acp_proxy.stderr import Reporter
+
+GRACE_SECONDS = 2.0
+
+
+class ListenError(ValueError):
+    """A ``--listen`` address that cannot be served (said as a usage error)."""
+
+
+@dataclass
+class ListenOptions:
+    listen: str
+    upstream: str
+    db_path: Path
+    label: str | None = None
+    check: bool = False
+    otlp: dict[str, object] | None = None
+    max_recorder_wait: float = 1.0
+    upstream_ca: str | None = None
+    cert: str | None = None
+    key: str | None = None
+    record_credentials: bool = False
+    ui: bool = False
+    flush_deadline: float = FLUSH_DEADLINE
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``:PORT`` (loopback), ``PORT`` or ``[V6]:PORT`` -> (host, port)."""
+    host, _, port_text = text.rpartition(":")
+    if not _ and text.isdigit():
+        host, port_text = "", text
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ListenError(f"--listen wants HOST:PORT, not {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise ListenError(f"--listen port out of range: {port}")
+    return host, port
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket (raises ListenError with the reason)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as error:
+        raise ListenError(f"cannot listen on {host}:{port}: {error.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(1024)
+    except OSError as error:
+        sock.close()
+        raise ListenError(f"cannot listen on {host}:{port}: {error.strerror}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def listen_url(sock: socket.socket, path: str, secure: bool) -> str:
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"{'https' if secure else 'http'}://{shown}:{port}{path}"
+
+
+def run(options: ListenOptions, report: Reporter) -> int:
+    """Serve until a signal; the exit status (0, or 1 when the recording failed)."""
+    from acp_proxy.record.hub import RecordingHub
+    from acp_proxy.remote.upstream import Endpoint
+
+    endpoint = Endpoint.parse(options.upstream)
+    host, port = parse_listen(options.listen)
+    sock = bind(host, port)
+    url = listen_url(sock, endpoint.path, options.cert is not None)
+    if not is_loopback(host):
+        report(
+            f"listening on {host}, which is not a loopback address: anyone who can reach it "
+            "can talk to the upstream agent through this proxy"
+        )
+    hub = RecordingHub.start(
+        options.db_path, report, check=options.check, otlp=options.otlp,
+        close_in_child=[sock.fileno()],
+    )  # fmt: skip
+    inspector = None
+    if options.ui:
+        from acp_proxy.record.session import _start_ui
+
+        inspector = _start_ui(options.db_path, report)
+    try:
+        asyncio.run(_serve(options, endpoint, sock, url, hub, report))
+    finally:
+        with contextlib.suppress(OSError):  # hypercorn closes the socket it served
+            sock.close()
+        outcome = hub.finish(options.flush_deadline)
+        if inspector is not None and inspector.poll() is None:
+            inspector.terminate()
+    return 1 if outcome in ("failed", "died") else 0
+
+
+async def _serve(
+    options: ListenOptions, endpoint: object, sock: socket.socket, url: str, hub: object,
+    report: Reporter,
+) -> None:  # fmt: skip
+    import hypercorn.asyncio
+    from hypercorn.config import Config
+
+    from acp_proxy.record.hub import RecordingHub
+    from acp_proxy.remote.proxy import MAX_BODY_BYTES, ProxyOptions, ReverseProxy
+    from acp_proxy.remote.recording import HubFeeder
+    from acp_proxy.remote.upstream import Endpoint, Upstream
+
+    assert isinstance(endpoint, Endpoint)
+    assert isinstance(hub, RecordingHub)
+    upstream = Upstream(endpoint, options.upstream_ca, max_message=MAX_BODY_BYTES)
+    feeder = HubFeeder(hub, options.max_recorder_wait)
+    app = ReverseProxy(
+        upstream, feeder,
+        ProxyOptions(url, label=options.label, record_credentials=options.record_credentials),
+        report,
+    )  # fmt: skip
+    config = Config()
+    config.bind = [f"fd://{sock.fileno()}"]
+    config.alpn_protocols = ["h2", "http/1.1"]
+    config.accesslog = None
+    config.errorlog = None
+    config.include_server_header = False
+    config.include_date_header = False
+    config.graceful_timeout = GRACE_SECONDS
+    config.websocket_max_message_size = MAX_BODY_BYTES
+    config.h11_max_incomplete_size = 64 * 1024
+    config.backlog = 1024
+    if options.cert is not None:
+        config.certfile = options.cert
+        config.keyfile = options.key
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(signum, stop.set)
+    report(f"listening on {url}")
+    try:
+        await hypercorn.asyncio.serve(app, config, shutdown_trigger=stop.wait, mode="asgi")  # type: ignore[arg-type]
+    finally:
+        app.close_all("the listener stopped with the connection open")
+        feeder.stop()
+        await upstream.aclose()
