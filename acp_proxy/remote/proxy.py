@@ -370,6 +370,9 @@ class ReverseProxy:
             async for chunk in response.aiter_raw():
                 for event in reader.feed(chunk):
                     await self.feeder.message(key, A2C, event.data, exchange, stream)
+                # Reads and sends that never wait (a fast upstream, a client that is gone)
+                # would otherwise keep every other connection, and the disconnect, waiting.
+                await asyncio.sleep(0)
                 outbox.put({"type": "http.response.body", "body": chunk, "more_body": True},
                            len(chunk))  # fmt: skip
             outbox.put({"type": "http.response.body", "body": b"", "more_body": False}, 0)

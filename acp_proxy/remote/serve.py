@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import logging
 import signal
 import socket
 from dataclasses import dataclass
@@ -170,6 +171,9 @@ async def _serve(
     if options.cert is not None:
         config.certfile = options.cert
         config.keyfile = options.key
+    # asyncio's own warnings (a write to a client that has gone) are not ours to print: what
+    # matters is said once, in the proxy's words, and recorded.
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
