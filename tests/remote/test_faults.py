@@ -56,15 +56,16 @@ def test_an_unreachable_upstream_gets_a_502_said_once(tmp_path: Path) -> None:
     db = tmp_path / "r.db"
     with Listener(db, f"http://127.0.0.1:{free_port()}/acp") as listener:
         answers = [httpx.post(listener.url, content=INITIALIZE, headers=JSON) for _ in range(3)]
-        with pytest.raises(Exception, match="502"):
-            from websockets.sync.client import connect
+        from websockets.sync.client import connect
 
-            connect(listener.ws_url, open_timeout=10).close()
+        with pytest.raises(Exception, match="502"):
+            connect(listener.ws_url, open_timeout=10)
     for answer in answers:
         assert answer.status_code == 502
         assert answer.content.count(b"\n") == 0
         body = orjson.loads(answer.content)
-        assert body["jsonrpc"] == "2.0" and body["id"] == 0
+        assert body["jsonrpc"] == "2.0"
+        assert body["id"] == 0
         assert body["error"]["code"] == -32000
         assert "unreachable" in body["error"]["message"]
     said = [line for line in listener.stderr_lines if "unreachable" in line]
@@ -95,7 +96,8 @@ def test_unknown_ids_bad_json_and_oversized_bodies_pass_or_are_refused(
     assert huge.status_code == 413
     assert orjson.loads(huge.content)["error"]["code"] == -32000
     assert elsewhere.status_code == 404
-    assert still.status_code == 200 and still.headers["acp-connection-id"]
+    assert still.status_code == 200
+    assert still.headers["acp-connection-id"]
     rows = _rows(db, "SELECT remote_connection_id, status, error FROM connection ORDER BY id")
     assert rows[0] == ("nobody", "closed",
                        "the upstream does not know this Acp-Connection-Id (404)")  # fmt: skip
@@ -110,20 +112,22 @@ def test_unknown_ids_bad_json_and_oversized_bodies_pass_or_are_refused(
 
 def test_a_client_gone_mid_stream_ends_its_exchange(tmp_path: Path) -> None:
     db = tmp_path / "r.db"
-    with _flood_server(tmp_path / "log", 1_000_000, 100) as upstream:
-        with Listener(db, upstream) as listener:
-            opened = httpx.post(listener.url, content=INITIALIZE, headers=JSON)
-            cid = opened.headers["acp-connection-id"]
-            with httpx.stream(
-                "GET",
-                listener.url,
-                headers={"acp-connection-id": cid, "accept": "text/event-stream"},
-            ) as got:
-                assert got.status_code == 200
-                first = next(got.iter_raw())
-            assert first.startswith(b"data: ")
-            # The client has gone; the listener still serves others.
-            assert httpx.post(listener.url, content=INITIALIZE, headers=JSON).status_code == 200
+    with (
+        _flood_server(tmp_path / "log", 1_000_000, 100) as upstream,
+        Listener(db, upstream) as listener,
+    ):
+        opened = httpx.post(listener.url, content=INITIALIZE, headers=JSON)
+        cid = opened.headers["acp-connection-id"]
+        with httpx.stream(
+            "GET",
+            listener.url,
+            headers={"acp-connection-id": cid, "accept": "text/event-stream"},
+        ) as got:
+            assert got.status_code == 200
+            first = next(got.iter_raw())
+        assert first.startswith(b"data: ")
+        # The client has gone; the listener still serves others.
+        assert httpx.post(listener.url, content=INITIALIZE, headers=JSON).status_code == 200
     assert listener.process.returncode == 0
     assert not [line for line in listener.stderr_lines if "listening on" not in line]
     errors = _rows(db, "SELECT error FROM http_exchange WHERE stream = 'connection_sse'")
@@ -205,21 +209,23 @@ def _children(pid: int) -> list[int]:
 def test_a_stopped_recorder_costs_frames_counted_never_forwarding(tmp_path: Path) -> None:
     db = tmp_path / "r.db"
     events = 40_000
-    with _flood_server(tmp_path / "log", events, 1000) as upstream:
-        with Listener(db, upstream, "--max-recorder-wait", "0.2") as listener:
-            [recorder] = _children(listener.process.pid)
-            opened = httpx.post(listener.url, content=INITIALIZE, headers=JSON)
-            cid = opened.headers["acp-connection-id"]
-            os.kill(recorder, 19)  # SIGSTOP
-            try:
-                body = bytearray()
-                with httpx.stream("GET", listener.url, headers={"acp-connection-id": cid},
+    with (
+        _flood_server(tmp_path / "log", events, 1000) as upstream,
+        Listener(db, upstream, "--max-recorder-wait", "0.2") as listener,
+    ):
+        [recorder] = _children(listener.process.pid)
+        opened = httpx.post(listener.url, content=INITIALIZE, headers=JSON)
+        cid = opened.headers["acp-connection-id"]
+        os.kill(recorder, 19)  # SIGSTOP
+        try:
+            body = bytearray()
+            with httpx.stream("GET", listener.url, headers={"acp-connection-id": cid},
                                   timeout=60) as stream:  # fmt: skip
-                    for chunk in stream.iter_raw():
-                        body += chunk
-                got = body.count(b"\n\ndata: ") + 1
-            finally:
-                os.kill(recorder, 18)  # SIGCONT
+                for chunk in stream.iter_raw():
+                    body += chunk
+            got = body.count(b"\n\ndata: ") + 1
+        finally:
+            os.kill(recorder, 18)  # SIGCONT
     assert got == events  # forwarding lost nothing
     said = [line for line in listener.stderr_lines if "fell behind" in line]
     assert len(said) == 1, listener.stderr_lines
