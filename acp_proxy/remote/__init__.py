@@ -2,9 +2,10 @@
 
 Rules:
 - This package is the async side of recording remote agents: it serves with hypercorn (ASGI:
-  HTTP/1.1, h2c and the WebSocket upgrade in one server), connects upstream with httpx (HTTP)
+  HTTP/1.1, h2c and the WebSocket upgrade in one server), connects upstream with aiohttp (HTTP)
   and websockets (WS), and records through ``record/hub.py`` (the same observer, store and loss
-  accounting as stdio). ``record/`` never imports this package nor asyncio.
+  accounting as stdio). ``record/`` never imports this package nor asyncio. Why these
+  libraries: docs/design.md, "Remote agents".
 - Its libraries are the optional ``remote`` extra: ``missing_extra`` gives the one line to say
   when they are not installed (exit 2), before anything else is done.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 
-EXTRA_MODULES = ("hypercorn", "httpx", "h2", "websockets")
+EXTRA_MODULES = ("hypercorn", "aiohttp", "websockets")
 
 
 def missing_extra() -> str | None:

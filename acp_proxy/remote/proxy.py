@@ -12,7 +12,7 @@ Rules:
   accepts ends the connection (``closed``).
 - Bytes: a request body is read whole (at most ``max_body``: past it the proxy answers 413),
   recorded as one frame, and forwarded unchanged; an answer body is streamed to the client as
-  it comes, unchanged (``aiter_raw``: no decoding). An event stream's events are cut out by
+  it comes, unchanged (no decoding: remote/upstream.py). An event stream's events are cut out by
   protocol/sse.py, each ``data`` one frame, while the chunks themselves are forwarded as they
   are (keepalive comments included). A WebSocket text message is one frame; binary messages
   are forwarded and recorded too (as frames the observer calls unparseable).
@@ -36,14 +36,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import orjson
 
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.sse import SseReader, SseTooLong
 from acp_proxy.remote.headers import WEBSOCKET_HANDSHAKE, end_to_end, header, recordable
 from acp_proxy.remote.recording import HubFeeder, wall_ns
-from acp_proxy.remote.upstream import Upstream
+from acp_proxy.remote.upstream import Answer, Upstream, UpstreamError
 from acp_proxy.stderr import Reporter
 
 C2A, A2C = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
@@ -255,7 +254,7 @@ class ReverseProxy:
             await self.feeder.message(key, C2A, body, exchange, "post")
         try:
             response = await self.upstream.send(method, target, end_to_end(headers), body)
-        except httpx.HTTPError as error:
+        except UpstreamError as error:
             await self._unreachable(connection, exchange, new, body, send, error)
             return
         if self._upstream_down:
@@ -266,11 +265,11 @@ class ReverseProxy:
                 connection, exchange, new, method, stream, response, receive, send
             )
         finally:
-            await response.aclose()
+            await response.close()
 
     async def _unreachable(
         self, connection: _Connection, exchange: int, new: bool, body: bytes, send: Send,
-        error: httpx.HTTPError,
+        error: UpstreamError,
     ) -> None:  # fmt: skip
         why = _unreachable(self.upstream.endpoint.url, error)
         self._upstream_down = True
@@ -285,11 +284,11 @@ class ReverseProxy:
 
     async def _answer_upstream(
         self, connection: _Connection, exchange: int, new: bool, method: str, stream: str,
-        response: httpx.Response, receive: Receive, send: Send,
+        response: Answer, receive: Receive, send: Send,
     ) -> None:  # fmt: skip
         key = connection.key
-        status = response.status_code
-        raw_headers = list(response.headers.raw)
+        status = response.status
+        raw_headers = response.raw_headers
         given = header(raw_headers, b"acp-connection-id")
         if new and connection.remote_id is None and given is not None:
             connection.remote_id = given.decode("latin-1")
@@ -301,7 +300,7 @@ class ReverseProxy:
             key, exchange, status=status, answered_ns=wall_ns(),
             response_headers=recordable(raw_headers, credentials=self.options.record_credentials),
         )  # fmt: skip
-        content_type = (response.headers.get("content-type") or "").lower()
+        content_type = (response.header("content-type") or "").lower()
         if content_type.startswith("text/event-stream") and stream.endswith("_sse"):
             await self._event_stream(connection, exchange, stream, response, receive, send)
         else:
@@ -321,14 +320,14 @@ class ReverseProxy:
             self._end(connection, "closed")
 
     async def _body(
-        self, connection: _Connection, exchange: int, method: str, response: httpx.Response,
+        self, connection: _Connection, exchange: int, method: str, response: Answer,
         send: Send,
     ) -> bytes:  # fmt: skip
         """Read the whole answer (bounded), record a JSON-RPC answer, send it on."""
         chunks: list[bytes] = []
         size = 0
         streaming = False
-        async for chunk in response.aiter_raw():
+        async for chunk in response.chunks():
             if not streaming:
                 chunks.append(chunk)
                 size += len(chunk)
@@ -348,18 +347,18 @@ class ReverseProxy:
             )
             return b""
         body = b"".join(chunks)
-        content_type = (response.headers.get("content-type") or "").lower()
+        content_type = (response.header("content-type") or "").lower()
         if (
-            body and method == "POST" and 200 <= response.status_code < 300
+            body and method == "POST" and 200 <= response.status < 300
             and content_type.startswith("application/json")
-            and response.headers.get("content-encoding", "identity") == "identity"
+            and (response.header("content-encoding") or "identity") == "identity"
         ):  # fmt: skip
             await self.feeder.message(connection.key, A2C, body, exchange, "post_answer")
         await send({"type": "http.response.body", "body": body, "more_body": False})
         return body
 
     async def _event_stream(
-        self, connection: _Connection, exchange: int, stream: str, response: httpx.Response,
+        self, connection: _Connection, exchange: int, stream: str, response: Answer,
         receive: Receive, send: Send,
     ) -> None:  # fmt: skip
         key = connection.key
@@ -367,7 +366,7 @@ class ReverseProxy:
         outbox = _Outbox(self.options.max_buffered)
 
         async def from_upstream() -> None:
-            async for chunk in response.aiter_raw():
+            async for chunk in response.chunks():
                 for event in reader.feed(chunk):
                     await self.feeder.message(key, A2C, event.data, exchange, stream)
                 # Reads and sends that never wait (a fast upstream, a client that is gone)
@@ -400,7 +399,7 @@ class ReverseProxy:
                     error = f"the client read the event stream too slowly ({failure})"
                 elif isinstance(failure, SseTooLong):
                     error = f"the upstream sent an event stream line too long ({failure})"
-                elif isinstance(failure, httpx.HTTPError) and error is None:
+                elif isinstance(failure, UpstreamError) and error is None:
                     error = f"the upstream ended the stream ({type(failure).__name__}: {failure})"
                 elif failure is not None and error is None:
                     error = f"the client went away ({type(failure).__name__})"
@@ -420,12 +419,12 @@ class ReverseProxy:
         """Tell the upstream a connection the proxy ended is over (best effort)."""
         if connection.remote_id is None:
             return
-        with contextlib.suppress(httpx.HTTPError):
+        with contextlib.suppress(UpstreamError):
             response = await self.upstream.send(
                 "DELETE", self.upstream.endpoint.path,
                 [(b"acp-connection-id", connection.remote_id.encode("latin-1"))], b"",
             )  # fmt: skip
-            await response.aclose()
+            await response.close()
 
     # --- WebSocket ----------------------------------------------------------------------
 

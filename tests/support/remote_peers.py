@@ -100,12 +100,22 @@ def ts_client(node: str, sdk: Path, name: str, url: str) -> tuple[list[str], dic
     return [node, str(sdk / "dist" / "examples" / name)], {variable: url}
 
 
-def run_client(argv: list[str], extra: dict[str, str], timeout: float = 60) -> str:
+# The TypeScript example client's last line, ``await stream.writable.close()``, throws when the
+# connection still holds the stream's writer: against the Python SDK's server it does so with
+# nothing in between too (the conversation itself is over and complete by then).
+TS_TEARDOWN_FAILURE = b"ERR_INVALID_STATE]: Invalid state: WritableStream is locked"
+
+
+def run_client(
+    argv: list[str], extra: dict[str, str], timeout: float = 60, *, teardown_may_fail: bool = False
+) -> str:
     done = subprocess.run(
         argv, stdin=subprocess.DEVNULL, capture_output=True, env={**env(), **extra},
         timeout=timeout, check=False,
     )  # fmt: skip
     output = done.stdout.decode("utf-8", "replace")
+    if teardown_may_fail and done.returncode == 1 and TS_TEARDOWN_FAILURE in done.stderr:
+        return output
     assert done.returncode == 0, f"{argv} exited {done.returncode}:\n{output}\n{done.stderr!r}"
     return output
 
