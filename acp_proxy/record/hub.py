@@ -161,6 +161,24 @@ class RecordingHub:
         self._send(header + raw)
         return True
 
+    def messages(
+        self, key: int, direction: Direction, mono_ns: int, raws: list[bytes],
+        exchange_seq: int, stream: str,
+    ) -> bool:  # fmt: skip
+        """``message`` for several at once (one read's events): one write for all of them."""
+        if self._gone:
+            return True
+        if self.pending >= MAX_PENDING_BYTES:
+            return False
+        pack = HEADER.pack
+        code, stream_code = DIRECTION_CODES[direction], STREAM_CODES[stream]
+        parts: list[bytes] = []
+        for raw in raws:
+            parts.append(pack(MESSAGE, code, stream_code, key, exchange_seq, mono_ns, len(raw)))
+            parts.append(raw)
+        self._send(b"".join(parts))
+        return True
+
     def lost(
         self, key: int, direction: Direction, size: int, wait: float, reason: str | None = None
     ) -> None:

@@ -367,8 +367,10 @@ class ReverseProxy:
 
         async def from_upstream() -> None:
             async for chunk in response.chunks():
-                for event in reader.feed(chunk):
-                    await self.feeder.message(key, A2C, event.data, exchange, stream)
+                events = reader.feed(chunk)
+                if events:
+                    datas = [event.data for event in events]
+                    await self.feeder.messages(key, A2C, datas, exchange, stream)
                 # Reads and sends that never wait (a fast upstream, a client that is gone)
                 # would otherwise keep every other connection, and the disconnect, waiting.
                 await asyncio.sleep(0)

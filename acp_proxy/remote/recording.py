@@ -99,6 +99,17 @@ class HubFeeder:
         hub.lost(key, direction, len(raw), self.max_wait)
         self._sent()
 
+    async def messages(
+        self, key: int, direction: Direction, raws: list[bytes], exchange_seq: int, stream: str
+    ) -> None:
+        """Record the messages one read gave, in order (one write to the hub's pipe)."""
+        hub = self.hub
+        if hub.messages(key, direction, time.monotonic_ns(), raws, exchange_seq, stream):
+            self._sent()
+            return
+        for raw in raws:
+            await self.message(key, direction, raw, exchange_seq, stream)
+
 
 def wall_ns() -> int:
     return time.time_ns()

@@ -97,14 +97,23 @@ class Listener:
         self.url = line.split("listening on ", 1)[1].strip()
         self._rest = threading.Thread(target=self.process.stderr.read, daemon=True)
         self._rest.start()
+        self.recorder = self.recorder_pid()
 
     def recorder_pid(self) -> int:
         pid = self.process.pid
         return int(Path(f"/proc/{pid}/task/{pid}/children").read_text().split()[0])
 
     def stop(self) -> None:
+        """Stop the listener, then wait for its recorder to commit everything (it may go on
+        after the listener's exit when it is behind)."""
         self.process.send_signal(signal.SIGINT)
         self.process.wait(60)
+        deadline = time.monotonic() + 300
+        while Path(f"/proc/{self.recorder}").exists() and time.monotonic() < deadline:
+            status = Path(f"/proc/{self.recorder}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            if status == "Z":
+                break
+            time.sleep(0.05)
 
 
 def rss_kib(pid: int) -> int:
@@ -290,7 +299,7 @@ def one_repeat(upstream: str, args: argparse.Namespace, order: list[str]) -> dic
                 figures["ping-ws"] = asyncio.run(ping_ws(url, args.pings))
                 figures["stream-http"] = asyncio.run(stream_http(url, args.updates))
                 figures["stream-ws"] = asyncio.run(stream_ws(url, args.updates))
-                pids = [listener.process.pid, listener.recorder_pid()] if listener else []
+                pids = [listener.process.pid, listener.recorder] if listener else []
                 idle = {pid: rss_kib(pid) for pid in pids}
                 sampler = Sampler(pids)
                 figures["concurrent"] = asyncio.run(
