@@ -17,9 +17,16 @@ import importlib.util
 EXTRA_MODULES = ("hypercorn", "aiohttp", "websockets")
 
 
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a broken or shadowed install is a missing one
+        return False
+
+
 def missing_extra() -> str | None:
     """The one-line message when the ``remote`` extra is not installed, else None."""
-    missing = [name for name in EXTRA_MODULES if importlib.util.find_spec(name) is None]
+    missing = [name for name in EXTRA_MODULES if not _importable(name)]
     if not missing:
         return None
     return (

@@ -516,8 +516,6 @@ class ReverseProxy:
                 elif message["type"] == "websocket.disconnect":
                     ended.setdefault("by", "client")
                     ended.setdefault("code", message.get("code", 1000))
-                    with contextlib.suppress(Exception):
-                        await upstream.close(int(ended["code"]) if ended["code"] != 1005 else 1000)
                     return
 
         async def from_upstream() -> None:
@@ -555,13 +553,16 @@ class ReverseProxy:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(asyncio.shield(writer), 5)
         finally:
+            # The close handshake with the upstream first, whole (cancelling a close midway
+            # would drop the TCP connection under it: the upstream would see 1006).
+            closing = _sendable_code(ended.get("code")) if ended.get("by") == "client" else 1000
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(upstream.close(closing), 5)
             for task in tasks:
                 task.cancel()
             for task in tasks:
                 with contextlib.suppress(BaseException):
                     await task
-            with contextlib.suppress(Exception):
-                await upstream.close()
         self.feeder.exchange_set(key, exchange, ended_ns=wall_ns(), error=error)
         code = ended.get("code")
         if error is not None:
@@ -570,7 +571,9 @@ class ReverseProxy:
                 self._end(connection, "dropped", f"the proxy ended the connection: {error}")
             else:
                 self._end(connection, "dropped", error)
-        elif code in (1000, 1001, 1005, None):
+        elif code in (1000, 1001, 1005, None) or ended.get("by") == "client":
+            # The listener's server reports every close by the client as 1006 (it does not
+            # pass the close frame's code on), so a client's close is taken as a close.
             self._end(connection, "closed")
         else:
             why = f"the {ended.get('by')} closed the WebSocket with code {code}"
