@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from websockets.asyncio.client import ClientConnection
 
 CONNECT_SECONDS = 10.0
+# An idle connection to the upstream is let go before common servers' own keep-alive ends
+# (hypercorn's and node's are 5 s), so a request is never sent on one the server is closing.
+IDLE_KEEP_SECONDS = 2.0
 # aiohttp adds these unless told not to; the proxy forwards the client's own or none.
 _LIBRARY_HEADERS = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
 
@@ -117,7 +120,11 @@ class Upstream:
         self._tls = tls_context(ca_file) if endpoint.secure else None
         self.max_message = max_message
         self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0, ssl=self._tls if self._tls else True),
+            connector=aiohttp.TCPConnector(
+                limit=0,
+                ssl=self._tls if self._tls else True,
+                keepalive_timeout=IDLE_KEEP_SECONDS,
+            ),  # fmt: skip
             timeout=aiohttp.ClientTimeout(total=None, connect=CONNECT_SECONDS),
             auto_decompress=False,
             skip_auto_headers=_LIBRARY_HEADERS,

@@ -129,6 +129,7 @@ async def main() -> None:
     config.accesslog = None
     config.errorlog = None
     config.backlog = 1024
+    config.keep_alive_timeout = 600  # the benchmark's connections wait between phases
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
