@@ -84,7 +84,7 @@ def test_nothing_but_reads_and_the_headers_say_so(served: Served, db_path: Path)
     assert "unsafe-inline" not in csp
     assert "default-src 'none'" in csp
     assert page.headers["x-content-type-options"] == "nosniff"
-    assert '<script src="static/app.js"' in page.text
+    assert '<script type="module" src="static/app.js"' in page.text
     assert "<script>" not in page.text
     for path in ("api/connections", "api/connections/2/rows", "api/connections/2/frames/1",
                  "api/connections/1/conversation", "api/connections/1/latency",
