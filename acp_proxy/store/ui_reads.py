@@ -408,3 +408,14 @@ def extension_methods(db: sqlite3.Connection, connection_id: int) -> list[tuple[
         (connection_id,),
     )
     return [(str(m), str(d), int(n)) for m, d, n in cursor]
+
+
+def change_stamp(db: sqlite3.Connection) -> tuple[int, ...]:
+    """Changes whenever a frame, connection, status or stored finding is added (cheap: ends
+    of indexes): answers computed at one stamp can be served again while it holds."""
+    row = db.execute(
+        "SELECT (SELECT coalesce(max(id), 0) FROM frame), (SELECT count(*) FROM connection), "
+        "(SELECT count(*) FROM connection WHERE status = 'running'), "
+        "(SELECT coalesce(max(id), 0) FROM finding)"
+    ).fetchone()
+    return tuple(int(x) for x in row)

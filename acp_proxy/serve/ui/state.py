@@ -38,6 +38,7 @@ CHECK_STEP = 2_000
 CHECK_PAUSE_S = 0.2
 CHECK_YIELD_S = 0.005
 FILTERED_INDEXES = 16
+MEMO_ENTRIES = 64
 RULE_INFO: dict[str, RuleInfo] = {info.id: info for info in RULES}
 
 
@@ -94,6 +95,7 @@ class Inspector:
         self._answers: dict[tuple[int, int], tuple[int, Any]] = {}  # (cid, seq) -> (seen, ans)
         self._checking: set[int] = set()
         self._counts: dict[int, tuple[int, int, int, int]] = {}  # last seq, turns, errors, bad
+        self._memo: OrderedDict[tuple[Any, ...], tuple[tuple[int, ...], Any]] = OrderedDict()
 
     # ------------------------------------------------------------------ recordings
 
@@ -123,9 +125,25 @@ class Inspector:
         return found
 
     def overviews(self) -> list[dict[str, Any]]:
+        """Every connection's overview; computed once per change of the database, however
+        many pages ask."""
         db = self.db.get()
+        stamp = ui_reads.change_stamp(db)
+        with self._lock:
+            memo = self._memo.get(("overviews",))
+        if memo is not None and memo[0] == stamp:
+            return memo[1]  # type: ignore[no-any-return]
         found = (self.overview(i) for i in ui_reads.connection_ids(db))
-        return [f for f in found if f is not None]
+        result = [f for f in found if f is not None]
+        self._remember(("overviews",), stamp, result)
+        return result
+
+    def _remember(self, key: tuple[Any, ...], stamp: tuple[int, ...], value: Any) -> None:
+        with self._lock:
+            self._memo[key] = (stamp, value)
+            self._memo.move_to_end(key)
+            while len(self._memo) > MEMO_ENTRIES:
+                self._memo.popitem(last=False)
 
     # ------------------------------------------------------------------ timeline
 
@@ -175,8 +193,14 @@ class Inspector:
         """Rows ``[offset, offset + limit)`` of the timeline, with how far the index got."""
         from acp_proxy.serve.ui.present import frame_summary, run_text
 
-        timeline = self.extend(connection_id, where, offset + limit, scan=scan)
         db = self.db.get()
+        key = ("rows", connection_id, where.key(), offset, limit)
+        stamp = ui_reads.change_stamp(db)
+        with self._lock:
+            memo = self._memo.get(key)
+        if memo is not None and memo[0] == stamp and not scan:
+            return memo[1]  # type: ignore[no-any-return]
+        timeline = self.extend(connection_id, where, offset + limit, scan=scan)
         index = timeline.index
         with timeline.lock:
             total = len(index)
@@ -204,11 +228,14 @@ class Inspector:
                 row["pair_seq"] = record["request_seq"]
                 row["latency_ns"] = record.get("latency_ns")
             rows.append(row)
-        return {
+        result = {
             "total": total, "complete": timeline.complete, "caught_up": timeline.caught_up,
             "scanned_seq": scanned,
             "offset": offset, "rows": rows,
         }  # fmt: skip
+        if timeline.caught_up:  # a partial index grows call by call: not the same answer
+            self._remember(key, stamp, result)
+        return result
 
     def locate(self, connection_id: int, where: UiFilter, seq: int) -> dict[str, Any]:
         """The row index of frame ``seq`` under ``where`` (indexing up to it if needed)."""

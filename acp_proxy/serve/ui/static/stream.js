@@ -3,6 +3,7 @@
 import { api } from "./api.js";
 import { state, connectionId } from "./state.js";
 
+const LIST_MS = 1000;
 let refreshListTimer = null;
 let onOverview = () => {};
 export function onOverviewChange(fn) { onOverview = fn; }
@@ -25,15 +26,20 @@ export function openStream(cid) {
     const view = state.view;
     if (view && view.frame) view.frame({ connection_id: cid, seq: progress.seq });
   });
-  state.source.addEventListener("connections", () => {
-    clearTimeout(refreshListTimer);
+  // The list changed: the view that shows it reloads at most once a LIST_MS; the header
+  // reads the current connection again only when its status changed.
+  let statuses = new Map();
+  state.source.addEventListener("connections", (event) => {
+    statuses = new Map(JSON.parse(event.data).map(([id, status]) => [id, status]));
+    if (refreshListTimer !== null) return;
     refreshListTimer = setTimeout(async () => {
+      refreshListTimer = null;
       const view = state.view;
       if (view && view.connections) view.connections();
       const current = connectionId();
-      if (current) {
+      if (current && (!state.overview || state.overview.status !== statuses.get(current))) {
         try { state.overview = await api("connections/" + current); onOverview(); } catch (e) { /* gone */ }
       }
-    }, 100);
+    }, LIST_MS);
   });
 }
