@@ -41,6 +41,8 @@ TREE_BYTES = 4 * 1024 * 1024
 SHOWN_BYTES = 1024 * 1024
 DIFF_ITEMS = 5000
 FIELD_CHANGES = 50
+CONVERSATION_PAGE = 500
+LOCATE_BUDGET_S = 0.08
 SEQUENCE_PAGE = 2000
 WATERFALL_CALLS = 2000
 SEQUENCE_SCAN = 50_000
@@ -115,14 +117,16 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         offset = _int(request, "offset", 0)
         limit = _int(request, "limit", 100, 0, MAX_LIMIT)
         scan = request.query_params.get("scan") == "1"
+        start = _int(request, "from", 0)
         await _exists(cid)
-        return Json(await threaded(inspector.rows, cid, where, offset, limit, scan))
+        return Json(await threaded(inspector.rows, cid, where, offset, limit, scan, start))
 
     async def locate(request: Request) -> Response:
         cid, where = connection_id(request), _filter(request)
-        seq = _int(request, "seq", 1)
+        seq, start = _int(request, "seq", 1), _int(request, "from", 0)
+        budget = LOCATE_BUDGET_S if request.query_params.get("quick") == "1" else None
         await _exists(cid)
-        return Json(await threaded(inspector.locate, cid, where, seq))
+        return Json(await threaded(inspector.locate, cid, where, seq, start, budget))
 
     async def run_frames(request: Request) -> Response:
         cid, where = connection_id(request), _filter(request)
@@ -175,8 +179,10 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
 
     async def conversation(request: Request) -> Response:
         cid = connection_id(request)
+        offset = _int(request, "offset", 0)
+        limit = _int(request, "limit", CONVERSATION_PAGE, 0, 10 * CONVERSATION_PAGE)
         await _exists(cid)
-        return Json(await threaded(_conversation, inspector, cid))
+        return Json(await threaded(_conversation, inspector, cid, offset, limit))
 
     async def latency(request: Request) -> Response:
         cid = connection_id(request)
@@ -341,23 +347,27 @@ def _sequence(
     }  # fmt: skip
 
 
-def _conversation(inspector: Inspector, cid: int) -> dict[str, Any]:
-    view = inspector.transcript(cid)
-    sessions = []
+def _conversation_entries(view: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The conversation as one list of entries: events, then each session's heading and items."""
+    entries = [present.item_data(e, ()) for e in view.events]
     for session in view.sessions:
-        sessions.append({
-            "session_id": session.session_id, "opened_by": session.opened_by,
-            "state": session.state, "mode": session.mode,
+        entries.append({
+            "type": "Session", "session_id": session.session_id,
+            "opened_by": session.opened_by, "state": session.state, "mode": session.mode,
             "usage": words.usage_text(session.usage) if session.usage else None,
-            "items": [present.item_data(i, session.turns) for i in session.timeline],
         })  # fmt: skip
-    return {
+        entries += [present.item_data(i, session.turns) for i in session.timeline]
+    head = {
         "protocol_version": view.protocol_version,
         "agent": words.peer(view.agent_info),
         "client": words.peer(view.client_info),
-        "sessions": sessions, "events": [present.item_data(e, ()) for e in view.events],
         "frames": view.frames,
     }  # fmt: skip
+    return head, entries
+
+
+def _conversation(inspector: Inspector, cid: int, offset: int, limit: int) -> dict[str, Any]:
+    return inspector.conversation_page(cid, offset, limit, _conversation_entries)
 
 
 def _latency(inspector: Inspector, cid: int) -> dict[str, Any]:

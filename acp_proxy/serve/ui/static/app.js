@@ -33,9 +33,12 @@ $("#help-button").addEventListener("click", () => $("#help").showModal());
 installKeys();
 
 (async () => {
-  state.info = await api("info");
-  const initial = state.info.initial || {};
-  if (!location.hash && initial.connection) history.replaceState(null, "", "#view=timeline&c=" + initial.connection);
+  $("#kinds").replaceChildren(...["request", "response", "notification", "error", "stderr", "agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan", "usage_update"].map((k) => el("option", { value: k })));
+  const info = api("info").then((found) => { state.info = found; return found; });
+  // A link says what to show: shown at once, the server's info read meanwhile.
+  if (location.hash) { route(); await info; return; }
+  const initial = (await info).initial || {};
+  if (initial.connection) history.replaceState(null, "", "#view=timeline&c=" + initial.connection);
   if (!location.hash && initial.proxy_pid) {
     // record --ui: open on the connection this proxy records, once it is there
     const pick = async () => {
@@ -46,6 +49,5 @@ installKeys();
     };
     pick();
   }
-  $("#kinds").replaceChildren(...["request", "response", "notification", "error", "stderr", "agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan", "usage_update"].map((k) => el("option", { value: k })));
   route();
 })();

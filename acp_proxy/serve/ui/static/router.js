@@ -11,6 +11,7 @@ import { sequenceView } from "./views/sequence.js";
 import { conversationView } from "./views/conversation.js";
 import { performanceView } from "./views/performance.js";
 import { diffView } from "./views/diff.js";
+import { closeDetail } from "./views/detail.js";
 
 export const VIEWS = {
   recordings: recordingsView, timeline: timelineView, sequence: sequenceView,
@@ -40,6 +41,7 @@ export async function route() {
     const target = new URLSearchParams(state.params);
     target.set("view", tab.dataset.view);
     target.delete("f");
+    target.delete("from");
     tab.setAttribute("href", "#" + target.toString());
   }
   $("#filters").hidden = view !== "timeline";
@@ -53,7 +55,7 @@ export async function route() {
   }
   showCurrent();
   openStream(cid);
-  const key = JSON.stringify([view, cid, filters(), state.params.get("a"), state.params.get("b")]);
+  const key = JSON.stringify([view, cid, filters(), state.params.get("from"), state.params.get("a"), state.params.get("b")]);
   if (key !== routed || !state.view) {
     routed = key;
     if (state.view && state.view.leave) state.view.leave();
@@ -64,7 +66,7 @@ export async function route() {
   }
   const frame = state.params.get("f");
   if (frame && state.view.focus) state.view.focus(Number(frame));
-  if (!frame) $("#detail").hidden = true;
+  if (!frame) closeDetail();
 }
 onRoute(route);
 

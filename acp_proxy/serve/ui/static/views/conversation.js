@@ -8,7 +8,7 @@ import { listNav } from "../nav.js";
 import { setHash, connectionId } from "../state.js";
 import { showFrame } from "./detail.js";
 
-const BATCH = 300;
+const BATCH = 500;
 const WHO = { user: "User", agent: "Agent", thought: "Thought", session: "Session message" };
 
 function go(seq) {
@@ -51,45 +51,68 @@ export function item(x) {
   }
 }
 
+function entry(x) {
+  if (x.type === "Session") return el("h2", {}, "Session ", el("code", {}, x.session_id), x.usage ? " · " + x.usage : "");
+  return item(x);
+}
+
 export function conversationView(root) {
   const cid = connectionId();
+  const status = el("p", { id: "conversation-status" });
   const host = el("div", { class: "conv", id: "conversation" });
   const sentinel = el("div", { class: "sentinel" });
-  root.append(host, sentinel);
+  root.append(el("div", { class: "conv" }, status), host, sentinel);
   const nav = listNav(host, ".item");
-  let alive = true, timer = null, queue = [], placed = 0;
-  // Builds the next batch of queued entries (functions making nodes) into the page.
-  function place() {
-    const end = Math.min(queue.length, placed + BATCH);
-    const nodes = [];
-    for (; placed < end; placed++) nodes.push(queue[placed]());
-    host.append(...nodes);
-    nav.refresh();
+  let alive = true, timer = null, placed = 0, total = 0, complete = false, busy = false;
+  // The next page of entries from the server, after those in the page.
+  async function more() {
+    if (busy || !alive || (complete && placed >= total)) return;
+    busy = true;
+    try {
+      const c = await api(`connections/${cid}/conversation`, { offset: placed, limit: BATCH });
+      if (!alive) return;
+      show(c);
+      host.append(...c.entries.map(entry));
+      placed += c.entries.length;
+      nav.refresh();
+    } finally { busy = false; }
+    if (!complete) { clearTimeout(timer); timer = setTimeout(reload, 400); }
+  }
+  function show(c) {
+    total = c.total; complete = c.complete;
+    status.textContent = `Agent: ${c.agent} · Client: ${c.client} · protocol ${c.protocol_version ?? "?"} · ${c.frames.toLocaleString()} frames` +
+      (complete ? "" : ` · reading… (${c.applied_seq.toLocaleString()} frames so far)`);
+  }
+  // While a long recording is still being read, only how far; then everything in the page
+  // again (the end of what was read may have grown). A live connection reloads likewise.
+  async function reload() {
+    timer = null;
+    if (busy || !alive) return;
+    busy = true;
+    try {
+      let c = await api(`connections/${cid}/conversation`, { offset: 0, limit: 0 });
+      if (!alive) return;
+      if (c.complete) {
+        c = await api(`connections/${cid}/conversation`, { offset: 0, limit: Math.max(placed, BATCH) });
+        if (!alive) return;
+        host.replaceChildren(...c.entries.map(entry));
+        placed = c.entries.length;
+        nav.refresh();
+      }
+      show(c);
+    } finally { busy = false; }
+    if (!complete) timer = setTimeout(reload, 400);
   }
   const watcher = new IntersectionObserver((entries) => {
-    if (entries.some((e) => e.isIntersecting) && placed < queue.length) place();
+    if (entries.some((e) => e.isIntersecting)) more();
   }, { root, rootMargin: "800px" });
   watcher.observe(sentinel);
-  async function load() {
-    const c = await api(`connections/${cid}/conversation`);
-    if (!alive) return;
-    const kept = placed;
-    queue = [() => el("p", {}, `Agent: ${c.agent} · Client: ${c.client} · protocol ${c.protocol_version ?? "?"} · ${c.frames.toLocaleString()} frames`)];
-    for (const x of c.events) queue.push(() => item(x));
-    for (const s of c.sessions) {
-      queue.push(() => el("h2", {}, "Session ", el("code", {}, s.session_id), s.usage ? " · " + s.usage : ""));
-      for (const x of s.items) queue.push(() => item(x));
-    }
-    host.replaceChildren();
-    placed = 0;
-    while (placed < Math.max(kept, 1) && placed < queue.length) place();
-  }
-  load();
+  more();
   return {
-    leave() { alive = false; watcher.disconnect(); },
-    frame(frame) { if (frame.connection_id === cid && timer === null) timer = setTimeout(() => { timer = null; load(); }, 500); },
+    leave() { alive = false; clearTimeout(timer); watcher.disconnect(); },
+    frame(frame) { if (frame.connection_id === cid && timer === null) timer = setTimeout(reload, 500); },
     focus(seq) { showFrame(cid, seq); },
-    step(delta) { nav.step(delta); if (placed < queue.length && host.lastElementChild && host.lastElementChild.getAttribute("aria-selected") === "true") place(); },
+    step(delta) { nav.step(delta); const last = host.lastElementChild; if (last && last.getAttribute("aria-selected") === "true") more(); },
     activate() { const node = host.querySelector('.item[aria-selected="true"]'); if (node && node.dataset.seq) setHash({ f: Number(node.dataset.seq) }); },
   };
 }

@@ -7,6 +7,7 @@ import { bytes, duration, wall, DIR, speed } from "../format.js";
 import { setHash } from "../state.js";
 
 export function detailOpen() { return !$("#detail").hidden; }
+export function closeDetail() { $("#detail").hidden = true; shownKey = null; }
 
 function tree(value, descriptions) {
   function node(key, v, path, depth) {
@@ -31,6 +32,7 @@ export async function showFrame(cid, seq) {
   const pane = $("#detail");
   pane.hidden = false;
   const key = cid + ":" + seq;
+  if (shownKey === key && !pane.hidden) return;  // shown, or on its way
   shownKey = key;
   pane.setAttribute("aria-label", "frame " + seq);
   pane.replaceChildren(el("p", {}, "loading frame " + seq + "…"));

@@ -14,7 +14,8 @@ export function recordingsView(root) {
     ["errors", "num"], ["findings", "num"], ["lost", "num"]];
   const table = el("table", { class: "list fit", id: "recordings", role: "grid" },
     el("thead", {}, el("tr", {}, heads.map(([h, cls]) => el("th", { class: cls }, h)))), body);
-  root.append(el("div", { class: "toolbar" }, search, el("span", { id: "db", class: "cut" }, state.info ? state.info.db : "")), table);
+  const where = el("span", { id: "db", class: "cut" }, state.info ? state.info.db : "");
+  root.append(el("div", { class: "toolbar" }, search, where), table);
   const nav = listNav(body, "tr");
   let rows = [];
   function cell(cls, text, content) { return el("td", { class: cls, title: text || null }, content === undefined ? text : content); }
@@ -43,6 +44,7 @@ export function recordingsView(root) {
   async function load() {
     const found = await api("connections");
     rows = found.connections.slice().reverse();
+    if (state.info) where.textContent = state.info.db;
     state.connections = rows;
     render();
   }

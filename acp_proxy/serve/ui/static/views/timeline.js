@@ -11,6 +11,8 @@ import { showFrame, detailOpen } from "./detail.js";
 
 const REFRESH_MS = 200;  // a live view reads new rows at most this often
 const PAUSE_CAP_MS = 2000;
+const FINDINGS_AFTER_MS = 500;
+const CONTEXT_ROWS = 100;  // frames shown above a frame opened by URL in the middle
 const COLUMNS = [["seq", "seq"], ["time", "time"], ["dir", "dir"], ["kind", "kind"], ["method", "method"],
   ["id", "id"], ["size", "size"], ["latency", "lat"], ["what", "what"]];
 
@@ -29,7 +31,10 @@ export function timelineView(root) {
   const spacer = el("div", { id: "spacer" });
   const scroller = el("div", { id: "rows", role: "listbox", "aria-label": "frames", tabindex: "0" }, spacer);
   root.append(head, scroller);
-  const where = filters();
+  // A timeline may start at a frame (`from=` in the URL): a link into the middle of a long
+  // recording opens there at once instead of waiting for the index to reach it.
+  const fromSeq = Number(state.params.get("from")) || 0;
+  const where = fromSeq ? { ...filters(), from: fromSeq } : filters();
   const list = new RunRows();
   let caughtUp = false, complete = false, selected = null, cursor = null, follow = true;
   let first = state.overview ? state.overview.first_mono_ns : null;
@@ -50,7 +55,12 @@ export function timelineView(root) {
   function accept(got) {
     list.setTotal(got.total);
     caughtUp = got.caught_up; complete = got.complete;
-    $("#count").textContent = `${list.total.toLocaleString()} rows` + (caughtUp ? "" : " (indexing…)");
+    const count = $("#count");
+    count.replaceChildren(`${list.total.toLocaleString()} rows` + (caughtUp ? "" : " (indexing…)"));
+    if (fromSeq) {
+      count.append(` from frame ${fromSeq.toLocaleString()} · `,
+        el("span", { class: "link", id: "from-start", on: { click: () => setHash({ from: null }) } }, "from the start"));
+    }
     if (state.overview && first === null) first = state.overview.first_mono_ns;
   }
   async function loadSubs(r, start) {
@@ -222,11 +232,11 @@ export function timelineView(root) {
     follow = live() && !state.params.get("f");
     if (follow) refresh();
     render();
-    followFindings(cid);
+    // The findings and the session list are not needed for the first screen: asked a moment
+    // later (the list of sessions when the session filter is first used).
+    setTimeout(() => { if (alive) followFindings(cid); }, FINDINGS_AFTER_MS);
     findings.listeners.add(render);
-    loadSessions(cid);
-    const f = state.params.get("f");
-    if (f) view.focus(Number(f));
+    $("#filters").elements.session.addEventListener("focus", () => loadSessions(cid), { once: true });
   };
   const view = {
     leave() { alive = false; clearTimeout(play.timer); findings.listeners.delete(render); $("#playback").replaceChildren(); },
@@ -255,10 +265,23 @@ export function timelineView(root) {
     },
     selectedSeq() { return selected; },
     async focus(seq) {
+      if (fromSeq && seq < fromSeq) { setHash({ from: null }, true); return; }
+      if (focusing === seq) return;  // asked again while on its way
+      focusing = seq;
+      try { await locateFrame(seq); } finally { if (focusing === seq) focusing = null; }
+    },
+  };
+  let focusing = null;
+  async function locateFrame(seq) {
       selected = seq;
       showFrame(cid, seq);
-      const found = await api(`connections/${cid}/locate`, { ...where, seq });
+      const found = await api(`connections/${cid}/locate`, { ...where, seq, quick: "1" });
       if (!alive) return;
+      if (found.behind && !fromSeq) {
+        // the index is far from this frame yet: the timeline that starts shortly before it
+        setHash({ from: Math.max(1, seq - CONTEXT_ROWS) }, true);
+        return;
+      }
       accept({ total: Math.max(list.total, found.total), caught_up: found.caught_up && caughtUp, complete });
       if (found.index === null) { render(); return; }
       const v = list.visualOf(found.index);
@@ -269,8 +292,7 @@ export function timelineView(root) {
         scroller.scrollTop = Math.max(0, v * ROW_H - scroller.clientHeight / 3);
       }
       render();
-    },
-  };
+  }
   start();
   return view;
 }
