@@ -60,8 +60,11 @@ def insights(spans: Iterable[Span]) -> dict[str, object]:
         if p95:
             worst = [s for s in group if (s.latency_ns or 0) > OUTLIER_RATIO * p95]
             worst.sort(key=lambda s: -(s.latency_ns or 0))
-            outliers += [{"method": method, "direction": direction, "seq": s.seq,
-                          "latency_ns": s.latency_ns, "p95_ns": p95} for s in worst[:3]]  # fmt: skip
+            outliers += [
+                {"method": method, "direction": direction, "seq": s.seq,
+                 "latency_ns": s.latency_ns, "p95_ns": p95}
+                for s in worst[:3]
+            ]  # fmt: skip
     return {
         "answered": answered, "pending": pending,
         "slowest": None if slowest is None else {
@@ -70,5 +73,6 @@ def insights(spans: Iterable[Span]) -> dict[str, object]:
         },
         "long_tail": sorted(tails, key=lambda t: -float(str(t["ratio"]))),
         "outliers": sorted(outliers, key=lambda o: -int(str(o["latency_ns"])))[:10],
-        "errors": [{"method": m, "count": n} for m, n in sorted(errors.items(), key=lambda x: -x[1])],
+        "errors": [{"method": m, "count": n}
+                   for m, n in sorted(errors.items(), key=lambda x: -x[1])],
     }  # fmt: skip

@@ -369,9 +369,7 @@ def raw_frames(
             yield FrameRecord._make(row)
 
 
-def call_spans(
-    db: sqlite3.Connection, connection_id: int, limit: int
-) -> list[tuple[Any, ...]]:
+def call_spans(db: sqlite3.Connection, connection_id: int, limit: int) -> list[tuple[Any, ...]]:
     """The first ``limit`` requests as ``(seq, method, direction, start mono_ns, latency_ns,
     is_error, answer seq)``; latency and answer are None for a request not answered."""
     cursor = db.execute(

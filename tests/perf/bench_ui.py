@@ -41,6 +41,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.observer import ConnectionObserver, FrameRecord
 from acp_proxy.protocol.wire import Frame
@@ -259,6 +261,10 @@ def write_exchange(path: Path, exchange: Iterator[tuple[Direction, bytes]]) -> N
     db.close()
 
 
+_CONVERSATION_READ = """() => { const s = document.querySelector('#conversation-status');
+    return s && s.textContent.includes('frames') && !s.textContent.includes('reading'); }"""
+
+
 def conversation(browser: Any, folder: Path, chunks: int, repeat: int) -> dict[str, Any]:
     """A fresh server and page per repeat: ``goto`` of the conversation to its first item,
     and to the moment every frame is read (the page stops saying "reading")."""
@@ -274,11 +280,7 @@ def conversation(browser: Any, folder: Path, chunks: int, repeat: int) -> dict[s
             page.goto(f"{ui.url}#view=conversation&c=1")
             page.wait_for_selector("#conversation .item", timeout=60_000)
             first_ms.append((time.perf_counter() - t) * 1000)
-            page.wait_for_function(
-                "() => { const s = document.querySelector('#conversation-status');"
-                " return s && s.textContent.includes('frames') && !s.textContent.includes('reading'); }",
-                timeout=120_000,
-            )  # fmt: skip
+            page.wait_for_function(_CONVERSATION_READ, timeout=120_000)
             whole_ms.append((time.perf_counter() - t) * 1000)
             context.close()
         finally:
@@ -320,6 +322,8 @@ def fan_out(folder: Path, clients: int, rate: int, seconds: float) -> dict[str, 
             next_at += 0.05
             time.sleep(max(0.0, next_at - time.monotonic()))
 
+    row_ms: list[float] = []
+
     async def follow(client: httpx.AsyncClient, done: asyncio.Event) -> int:
         reads, last_read, total = 0, 0.0, 0
         async with client.stream("GET", ui.url + "api/events?connection=1&frames=0") as events:
@@ -332,18 +336,13 @@ def fan_out(folder: Path, clients: int, rate: int, seconds: float) -> dict[str, 
                     continue
                 last_read = time.monotonic()
                 last = max(0, total - 1)
-                got = await client.get(ui.url + "api/connections/1/rows",
-                                       params={"offset": last - last % 100, "limit": 100})  # fmt: skip
-                total = got.json()["total"]
+                window = {"offset": last - last % 100, "limit": 100}
+                t = time.perf_counter()
+                got = await client.get(ui.url + "api/connections/1/rows", params=window)
+                row_ms.append((time.perf_counter() - t) * 1000)
+                total = orjson.loads(got.content)["total"]
                 reads += 1
         return reads
-
-    async def probe(client: httpx.AsyncClient, done: asyncio.Event, out: list[float]) -> None:
-        while not done.is_set():
-            t = time.perf_counter()
-            (await client.get(ui.url + "api/connections")).raise_for_status()
-            out.append((time.perf_counter() - t) * 1000)
-            await asyncio.sleep(0.25)
 
     async def run() -> dict[str, Any]:
         done = asyncio.Event()
@@ -353,16 +352,22 @@ def fan_out(folder: Path, clients: int, rate: int, seconds: float) -> dict[str, 
             followers = [asyncio.create_task(follow(client, done)) for _ in range(clients)]
             await asyncio.sleep(2)  # every stream open
             cpu0, t0 = _cpu_s(ui.process.pid), time.monotonic()
-            prober = asyncio.create_task(probe(client, done, latencies))
-            await asyncio.sleep(seconds)
+            # The probe is a process of its own: this one is busy being fifty clients.
+            prober = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "tests.perf.bench_ui", "--probe", ui.url, str(seconds),
+                stdout=asyncio.subprocess.PIPE, env=env() | {"PYTHONPATH": str(REPO)},
+            )  # fmt: skip
+            out, _ = await prober.communicate()
             cpu = (_cpu_s(ui.process.pid) - cpu0) / (time.monotonic() - t0)
+            latencies += json.loads(out)
             done.set()
-            await prober
             for task in followers:
                 task.cancel()
             reads = [r for r in await asyncio.gather(*followers, return_exceptions=True)
                      if isinstance(r, int)]  # fmt: skip
-        return {"connections_ms": latencies, "server_cores": cpu, "row_reads": sum(reads)}
+        del reads
+        return {"connections_ms": latencies, "server_cores": cpu, "row_reads": len(row_ms),
+                "rows_ms": row_ms}  # fmt: skip
 
     thread = threading.Thread(target=write)
     thread.start()
@@ -479,7 +484,25 @@ def forwarding(folder: Path, repeat: int, count: int) -> dict[str, Any]:
 # --------------------------------------------------------------------------- main
 
 
+def probe(url: str, seconds: float) -> list[float]:
+    """``/api/connections`` latencies, one request every 250 ms for ``seconds``."""
+    import httpx
+
+    out: list[float] = []
+    end = time.monotonic() + seconds
+    with httpx.Client(timeout=60) as client:
+        while time.monotonic() < end:
+            t = time.perf_counter()
+            client.get(url + "api/connections").raise_for_status()
+            out.append((time.perf_counter() - t) * 1000)
+            time.sleep(0.25)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv is None and sys.argv[1:2] == ["--probe"]:
+        print(json.dumps(probe(sys.argv[2], float(sys.argv[3]))))
+        return 0
     parser = argparse.ArgumentParser(prog="python -m tests.perf.bench_ui", description=__doc__)
     parser.add_argument("--frames", type=int, nargs="*", default=[100_000, 1_000_000],
                         help="recording sizes for the first screen (none: skip it)")  # fmt: skip
@@ -531,14 +554,19 @@ def main(argv: list[str] | None = None) -> int:
               f"| {jump:.0f} ms | {url:.0f} ms |")  # fmt: skip
     if "conversation" in report:
         c = report["conversation"]
-        print(f"\nconversation of {c['chunks']:,} alternating chunks: first items "
-              f"{median(c['first_ms']):.0f} ms, every frame read {median(c['whole_ms']):.0f} ms")
+        print(
+            f"\nconversation of {c['chunks']:,} alternating chunks: first items "
+            f"{median(c['first_ms']):.0f} ms, every frame read {median(c['whole_ms']):.0f} ms"
+        )
     if "fan_out" in report:
         f = report["fan_out"]
-        print(f"\n{f['clients']} clients, {f['rate']} frames/s for {f['seconds']:.0f} s: "
-              f"/api/connections p50 {median(f['connections_ms']):.0f} ms, p95 "
-              f"{percentile(f['connections_ms'], 95):.0f} ms ({len(f['connections_ms'])} probes); "
-              f"server {f['server_cores']:.2f} cores; {f['row_reads']} row reads")
+        print(
+            f"\n{f['clients']} clients, {f['rate']} frames/s for {f['seconds']:.0f} s: "
+            f"/api/connections p50 {median(f['connections_ms']):.0f} ms, p95 "
+            f"{percentile(f['connections_ms'], 95):.0f} ms ({len(f['connections_ms'])} probes); "
+            f"server {f['server_cores']:.2f} cores; {f['row_reads']} row reads, p50 "
+            f"{median(f['rows_ms']):.0f} ms"
+        )
     if "live" in report:
         live = report["live"]["delays_ms"]
         print(f"\nlive delay, commit to page, {len(live)} frames: median {median(live):.0f} ms, "

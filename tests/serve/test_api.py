@@ -113,7 +113,12 @@ def test_rows_collapse_a_chunk_run_and_filter(served: Served) -> None:
     run_frames = get(served, "api/connections/2/frames", params={"first": 2, "last": 6})
     assert [f["seq"] for f in run_frames.json()["frames"]] == [2, 3, 4, 5, 6]
     located = get(served, "api/connections/2/locate", params={"seq": 4}).json()
-    assert located == {"index": 1, "total": 3, "caught_up": True}
+    assert located == {"index": 1, "total": 3, "caught_up": True, "behind": False}
+    # A timeline that starts at a frame: positions count from there, the run is cut there.
+    started = get(served, "api/connections/2/rows", params={"from": 4}).json()
+    assert [(r["first_seq"], r["count"]) for r in started["rows"]] == [(4, 3), (7, 1)]
+    located = get(served, "api/connections/2/locate", params={"seq": 7, "from": 4}).json()
+    assert located["index"] == 1
     assert get(served, "api/connections/2/rows", params={"direction": "up"}).status_code == 400
     assert get(served, "api/connections/9/rows").status_code == 404
 

@@ -11,6 +11,7 @@ Rules:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ DIFF_ITEMS = 5000
 FIELD_CHANGES = 50
 CONVERSATION_PAGE = 500
 LOCATE_BUDGET_S = 0.08
+SHARED_ANSWERS = 256
 SEQUENCE_PAGE = 2000
 WATERFALL_CALLS = 2000
 SEQUENCE_SCAN = 50_000
@@ -88,6 +90,30 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         except AcpProxyError as error:
             raise HTTPException(500, str(error)) from None
 
+    shared: dict[tuple[Any, ...], tuple[int, asyncio.Future[bytes]]] = {}
+
+    async def once_per_change(key: tuple[Any, ...], compute: Callable[[], Any]) -> Response:
+        """The answer for ``key``, computed once per change the event streams' watcher saw
+        (however many pages ask at once); without open streams, computed every time."""
+        generation = events.watch_of(inspector).generation()
+        if generation is None:
+            return Json(await threaded(compute))
+        found = shared.get(key)
+        if found is None or found[0] != generation:
+            future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+            shared[key] = (generation, future)
+            if len(shared) > SHARED_ANSWERS:
+                del shared[next(iter(shared))]
+            try:
+                future.set_result(bytes(Json(await threaded(compute)).body))
+            except BaseException as error:
+                future.set_exception(error)
+                shared.pop(key, None)
+                raise
+            found = shared.get(key, (generation, future))
+        body = await asyncio.shield(found[1])
+        return Response(body, media_type=Json.media_type)
+
     def connection_id(request: Request) -> int:
         value: int = request.path_params["cid"]
         return value
@@ -102,9 +128,12 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         })  # fmt: skip
 
     async def connections(_: Request) -> Response:
-        found = await threaded(inspector.overviews)
-        last = await threaded(lambda: ui_reads.max_frame_id(inspector.db.get()))
-        return Json({"connections": found, "last_frame_id": last})
+        def read() -> dict[str, Any]:
+            found = inspector.overviews()
+            last = ui_reads.max_frame_id(inspector.db.get())
+            return {"connections": found, "last_frame_id": last}
+
+        return await once_per_change(("connections",), read)
 
     async def connection(request: Request) -> Response:
         found = await threaded(inspector.head, connection_id(request))
@@ -119,7 +148,12 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         scan = request.query_params.get("scan") == "1"
         start = _int(request, "from", 0)
         await _exists(cid)
-        return Json(await threaded(inspector.rows, cid, where, offset, limit, scan, start))
+        if scan:
+            return Json(await threaded(inspector.rows, cid, where, offset, limit, scan, start))
+        key = ("rows", cid, where.key(), offset, limit, start)
+        return await once_per_change(
+            key, lambda: inspector.rows(cid, where, offset, limit, scan, start)
+        )
 
     async def locate(request: Request) -> Response:
         cid, where = connection_id(request), _filter(request)
@@ -454,7 +488,7 @@ def _diff(inspector: Inspector, a: str, b: str, strict: bool, ignore: list[str])
                 ]  # fmt: skip
             pairs.append(pair)
         directions[direction] = pairs
-    ids = [n["connection_id"] for n in names]
+    ids = [int(str(n["connection_id"])) for n in names]
     metadata = _metadata_diff(inspector, ids)
     latency = _latency_deltas(db, ids)
     divergence = None

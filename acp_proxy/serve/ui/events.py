@@ -54,6 +54,8 @@ class Snapshot:
     generation: int = 0
     states: list[list[Any]] = field(default_factory=list)
     newest: dict[int, tuple[int, int]] = field(default_factory=dict)  # cid -> (id, seq)
+    # cid -> (after id, last id, the frame events between, encoded once for every stream)
+    frames: dict[int, tuple[int, int, bytes]] = field(default_factory=dict)
 
 
 class Watch:
@@ -63,12 +65,14 @@ class Watch:
         self.inspector = inspector
         self.snapshot = Snapshot()
         self.followed: Counter[int] = Counter()  # connection -> streams following it
+        self.framed: Counter[int] = Counter()  # connection -> streams that want its frames
+        self._tail: dict[int, int] = {}  # connection -> the last frame id encoded
         self._streams = 0
         self._changed = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
         self._db: Any = None
 
-    def _look(self, version: int | None) -> tuple[int, Snapshot | None]:
+    def _look(self, version: int | None) -> tuple[int | None, Snapshot | None]:
         if self._db is None:
             # A handle of the watcher's own: data_version compares commits seen by one handle.
             self._db = store_read.open_for_reading(self.inspector.db.path)
@@ -80,8 +84,26 @@ class Watch:
             found = ui_reads.newest_frame(self._db, cid)
             if found is not None:
                 newest[cid] = (found["id"], found["seq"])
+        frames: dict[int, tuple[int, int, bytes]] = {}
+        full = False
+        for cid in list(self.framed):
+            start = self._tail.get(cid)
+            if start is None:
+                # The first stream of it: the watcher takes over from the newest frame; an
+                # empty batch up to there tells each stream what to read itself first.
+                top = self._tail[cid] = newest.get(cid, (0, 0))[0]
+                frames[cid] = (top, top, b"")
+                continue
+            batch = ui_reads.tail(self._db, start, cid, BATCH)
+            if batch:
+                blob = b"".join(_event("frame", frame_summary(r), r["id"]) for r in batch)
+                frames[cid] = (start, batch[-1]["id"], blob)
+                self._tail[cid] = batch[-1]["id"]
+                full = full or len(batch) == BATCH
         states = [list(s) for s in ui_reads.connection_states(self._db)]
-        return now, Snapshot(self.snapshot.generation + 1, states, newest)
+        # A full batch: more to read at once (the next look reads on, data_version or not).
+        return (None if full else now), Snapshot(self.snapshot.generation + 1, states, newest,
+                                                 frames)  # fmt: skip
 
     async def _run(self) -> None:
         version: int | None = None
@@ -101,11 +123,22 @@ class Watch:
             if db is not None:
                 db.close()
 
+    def generation(self) -> int | None:
+        """The current change number while the watcher runs (None: it does not, nothing
+        tells changes apart without a look at the database)."""
+        return (
+            self.snapshot.generation
+            if self._task is not None and self.snapshot.generation
+            else None
+        )
+
     @contextlib.asynccontextmanager
-    async def subscribed(self, connection_id: int | None) -> AsyncIterator[Watch]:
+    async def subscribed(self, connection_id: int | None, frames: bool) -> AsyncIterator[Watch]:
         self._streams += 1
         if connection_id is not None:
             self.followed[connection_id] += 1
+            if frames:
+                self.framed[connection_id] += 1
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run())
         try:
@@ -116,6 +149,11 @@ class Watch:
                 self.followed[connection_id] -= 1
                 if self.followed[connection_id] <= 0:
                     del self.followed[connection_id]
+                if frames:
+                    self.framed[connection_id] -= 1
+                    if self.framed[connection_id] <= 0:
+                        del self.framed[connection_id]
+                        self._tail.pop(connection_id, None)
 
     async def next(self, generation: int, timeout: float) -> Snapshot:
         """The first snapshot after ``generation`` (or the current one after ``timeout``)."""
@@ -144,11 +182,31 @@ async def stream(
     db = None
     if frames and connection_id is not None:
         db = await run_in_threadpool(store_read.open_for_reading, inspector.db.path)
+
+    async def own(after: int, until: int | None) -> tuple[int, list[bytes]]:
+        assert db is not None
+        """Frame events after ``after`` (up to id ``until``) read by this stream itself: the
+        backlog of a stream that resumes, or one that fell out of step with the watcher."""
+        out: list[bytes] = []
+        while until is None or after < until:
+            found = await run_in_threadpool(ui_reads.tail, db, after, connection_id, BATCH)
+            found = [r for r in found if until is None or r["id"] <= until]
+            for record in found:
+                after = record["id"]
+                out.append(_event("frame", frame_summary(record), after))
+            if len(found) < BATCH:
+                break
+        return after, out
+
     try:
-        async with watch.subscribed(connection_id):
+        async with watch.subscribed(connection_id, db is not None):
             yield b"retry: 1000\n\n"
             last_id, states, generation = after_id, None, -1
             quiet_since = time.monotonic()
+            if db is not None:
+                last_id, backlog = await own(last_id, None)
+                if backlog:
+                    yield b"".join(backlog)
             while True:
                 seen = await watch.next(generation, KEEPALIVE_S)
                 changed = seen.generation != generation
@@ -156,15 +214,13 @@ async def stream(
                 out: list[bytes] = []
                 if changed and connection_id is not None:
                     if db is not None:
-                        while True:
-                            found = await run_in_threadpool(
-                                ui_reads.tail, db, last_id, connection_id, BATCH
-                            )
-                            for record in found:
-                                last_id = record["id"]
-                                out.append(_event("frame", frame_summary(record), last_id))
-                            if len(found) < BATCH:
-                                break
+                        batch = seen.frames.get(connection_id)
+                        if batch is not None and batch[0] == last_id:
+                            out.append(batch[2])
+                            last_id = batch[1]
+                        elif batch is not None and last_id < batch[1]:
+                            last_id, mine = await own(last_id, batch[1])
+                            out += mine
                     else:
                         newest = seen.newest.get(connection_id)
                         if newest is not None and newest[0] > last_id:

@@ -16,9 +16,9 @@ from typing import Any
 from acp_proxy.serve.ui.rows import chunk_key
 
 
-def fold(frames: Iterable[Mapping[str, Any]], open_key: str | None = None) -> tuple[
-    list[dict[str, Any]], str | None
-]:
+def fold(
+    frames: Iterable[Mapping[str, Any]], open_key: str | None = None
+) -> tuple[list[dict[str, Any]], str | None]:
     """Arrows of ``frames`` (summaries in seq order); ``open_key``: the run the previous page
     ended in. Returns the arrows and the run this page ends in.
 

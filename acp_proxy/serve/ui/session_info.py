@@ -50,7 +50,8 @@ def capability_matrix(client: Any, agent: Any) -> list[tuple[str, Any, Any]]:
 
 
 def build(
-    exchanges: list[tuple[int, str, bytes, bytes | None]], sessions: list[Any],
+    exchanges: list[tuple[int, str, bytes, bytes | None]],
+    sessions: list[Any],
     extension_methods: list[tuple[str, str, int]],
 ) -> dict[str, Any]:
     """The panel's data from the requests with their answers, the transcript's sessions and
@@ -66,14 +67,15 @@ def build(
     agent_caps = result.get("agentCapabilities", result.get("capabilities"))
     matrix = capability_matrix(client_caps, agent_caps)
     meta = [p for p, _, _ in matrix if p == "_meta" or "._meta" in p or p.startswith("_meta.")]
-    opened = []
+    opened: list[dict[str, Any]] = []
     for seq, method, raw, answered in exchanges:
         if method not in SESSION_METHODS or len(opened) >= SESSIONS_SHOWN:
             continue
         sent = _json(raw) or {}
         got = (_json(answered) or {}).get("result")
         got = got if isinstance(got, dict) else {}
-        sent_params = sent.get("params") if isinstance(sent.get("params"), dict) else {}
+        sent_params = sent.get("params")
+        sent_params = sent_params if isinstance(sent_params, dict) else {}
         opened.append({
             "seq": seq, "method": method,
             "session_id": got.get("sessionId", sent_params.get("sessionId")),
@@ -86,8 +88,10 @@ def build(
     } for s in sessions[:SESSIONS_SHOWN]]  # fmt: skip
     return {
         "initialize_seq": init[0] if init else None,
-        "client": {"info": acp.client_info(params), "protocol_version": params.get("protocolVersion")},
-        "agent": {"info": acp.agent_info(result), "protocol_version": result.get("protocolVersion")},
+        "client": {"info": acp.client_info(params),
+                   "protocol_version": params.get("protocolVersion")},
+        "agent": {"info": acp.agent_info(result),
+                  "protocol_version": result.get("protocolVersion")},
         "negotiated_version": acp.protocol_version(result),
         "auth_methods": result.get("authMethods"),
         "capabilities": matrix, "meta": meta,

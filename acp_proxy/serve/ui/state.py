@@ -170,8 +170,14 @@ class Inspector:
             return timeline
 
     def extend(
-        self, connection_id: int, where: UiFilter, wanted_rows: int, *, scan: bool = False,
-        start: int = 0, budget_s: float = SCAN_BUDGET_S,
+        self,
+        connection_id: int,
+        where: UiFilter,
+        wanted_rows: int,
+        *,
+        scan: bool = False,
+        start: int = 0,
+        budget_s: float = SCAN_BUDGET_S,
     ) -> _Timeline:
         """Index at least ``wanted_rows`` rows (or all there are); with ``scan``, go on
         indexing for ``budget_s`` (a large recording's index grows call by call). ``start``:
@@ -198,26 +204,31 @@ class Inspector:
         return timeline
 
     def rows(
-        self, connection_id: int, where: UiFilter, offset: int, limit: int, scan: bool = False,
-        start: int = 0,
+        self,
+        connection_id: int,
+        where: UiFilter,
+        offset: int,
+        limit: int,
+        scan: bool = False,
+        begin: int = 0,
     ) -> dict[str, Any]:
         """Rows ``[offset, offset + limit)`` of the timeline, with how far the index got."""
         from acp_proxy.serve.ui.present import frame_summary, run_text
 
         db = self.db.get()
-        key = ("rows", connection_id, where.key(), start, offset, limit)
+        key = ("rows", connection_id, where.key(), begin, offset, limit)
         stamp = ui_reads.change_stamp(db)
         with self._lock:
             memo = self._memo.get(key)
         if memo is not None and memo[0] == stamp and not scan:
             return memo[1]  # type: ignore[no-any-return]
-        timeline = self.extend(connection_id, where, offset + limit, scan=scan, start=start)
+        timeline = self.extend(connection_id, where, offset + limit, scan=scan, start=begin)
         index = timeline.index
         with timeline.lock:
             total = len(index)
             window = [index.row(i) for i in range(max(0, offset), min(total, offset + limit))]
             scanned = index.scanned_seq
-        found = ui_reads.summaries_at(db, connection_id, [start for start, _, _ in window])
+        found = ui_reads.summaries_at(db, connection_id, [first for first, _, _ in window])
         rows = []
         for position, (start, end, count) in enumerate(window, start=max(0, offset)):
             record = found.get(start)
@@ -249,7 +260,11 @@ class Inspector:
         return result
 
     def locate(
-        self, connection_id: int, where: UiFilter, seq: int, start: int = 0,
+        self,
+        connection_id: int,
+        where: UiFilter,
+        seq: int,
+        start: int = 0,
         budget_s: float | None = None,
     ) -> dict[str, Any]:
         """The row index of frame ``seq`` under ``where`` (indexing up to it if needed).
@@ -403,8 +418,8 @@ class Inspector:
             built = state.built
             # While the reading goes on, entries built from an earlier part serve the pages
             # they cover (the page says "reading"); each build costs the whole list.
-            if built is None or built[0] != state.applied_seq and (
-                complete or offset + limit > len(built[2])
+            if built is None or (
+                built[0] != state.applied_seq and (complete or offset + limit > len(built[2]))
             ):
                 built = state.built = (state.applied_seq, *build(self._view(state)))
             _, head, entries = built
