@@ -9,6 +9,8 @@ window, the header stays one line and the method column holds ``session/request_
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,7 +36,8 @@ WIDER = """() => { const view = document.querySelector('#view');
     const edge = view.getBoundingClientRect().left + view.clientWidth;
     return [...document.querySelectorAll('#view *')].filter(
         n => n.getBoundingClientRect().right > edge + 1).slice(0, 5).map(
-        n => n.tagName + ' ' + (n.id || '') + ' ' + String(n.className.baseVal ?? n.className)); }"""
+        n => n.tagName + ' ' + (n.id || '') + ' '
+            + String(n.className.baseVal ?? n.className)); }"""
 
 
 def selected(page: Any) -> list[str]:
@@ -105,7 +108,8 @@ def test_keyboard_only(db_path: Path, serve_ui: Any, page: Any) -> None:
     press(page, "i")
     page.wait_for_selector("#info[open] #capabilities")
     matrix = page.text_content("#info #capabilities")
-    assert "fs.readTextFile" in matrix and "loadSession" in matrix
+    assert "fs.readTextFile" in matrix
+    assert "loadSession" in matrix
     assert page.text_content("#info #negotiated") == "1"
     assert "agent-x 2.0" in page.text_content("#info #versions")
     assert "_zed.dev/ping" in page.text_content("#info")
@@ -180,8 +184,9 @@ def test_keyboard_only(db_path: Path, serve_ui: Any, page: Any) -> None:
 
 def exchange_with_long_command() -> Iterator[tuple[Direction, bytes]]:
     yield from V1_CONVERSATION
-    yield (A2C, update("sess_1", {"sessionUpdate": "agent_message_chunk", "messageId": "m1",
-                                  "content": {"type": "text", "text": " world" * 400}}))  # fmt: skip
+    long = {"type": "text", "text": " world" * 400}
+    yield A2C, update("sess_1", {"sessionUpdate": "agent_message_chunk", "messageId": "m1",
+                                 "content": long})  # fmt: skip
 
 
 @pytest.mark.parametrize(("width", "height"), [(1400, 900), (1024, 768)])
@@ -189,9 +194,9 @@ def test_every_view_fits_the_window(
     db_path: Path, serve_ui: Any, browser: Any, width: int, height: int
 ) -> None:
     first = write_recording(db_path, list(exchange_with_long_command()), label="fits")
-    db = __import__("sqlite3").connect(db_path)
+    db = sqlite3.connect(db_path)
     db.execute("UPDATE connection SET argv = ?, agent_info = NULL WHERE id = ?",
-               (__import__("json").dumps(LONG_COMMAND.split()), first))  # fmt: skip
+               (json.dumps(LONG_COMMAND.split()), first))  # fmt: skip
     db.commit()
     db.close()
     write_recording(db_path, V1_CONVERSATION, label="other")
