@@ -133,13 +133,10 @@ def test_keyboard_only(db_path: Path, serve_ui: Any, page: Any) -> None:
     screenshot(page, "palette")
     press(page, "Enter")
     wait_for(lambda: "method=session%2Frequest_permission" in hash(page), "the method filter")
+    methods = "cs => cs.map(c => c.textContent)"
     wait_for(
         lambda: (
-            set(
-                page.eval_on_selector_all(
-                    "#spacer .row .cell.method", "cs => cs.map(c => c.textContent)"
-                )
-            )  # fmt: skip
+            set(page.eval_on_selector_all("#spacer .row .cell.method", methods))
             == {"session/request_permission"}
         ),
         "its rows only",
