@@ -220,11 +220,15 @@ _ROW_ON_SCREEN = """seq => [...document.querySelectorAll('#spacer .row')].some(
     r => Number(r.dataset.seq) <= seq && seq <= Number(r.dataset.last || r.dataset.seq))"""
 
 
+_DETAIL_OF = """seq => { const h = document.querySelector('#detail h2');
+    return h && h.textContent.startsWith('Frame ' + seq + ' '); }"""
+
+
 def _wait_row(page: Any, seq: int) -> None:
     """Until the row holding frame ``seq`` is on screen (a run holds the frames after its
     first) and the frame's detail is open."""
     page.wait_for_function(_ROW_ON_SCREEN, arg=seq, timeout=60_000)
-    page.wait_for_selector(f'#detail[aria-label="frame {seq}"] h2', timeout=60_000)
+    page.wait_for_function(_DETAIL_OF, arg=seq, timeout=60_000)
 
 
 # --------------------------------------------------------------------------- conversation
@@ -261,8 +265,9 @@ def write_exchange(path: Path, exchange: Iterator[tuple[Direction, bytes]]) -> N
     db.close()
 
 
+# (A page without the status line shows everything at once.)
 _CONVERSATION_READ = """() => { const s = document.querySelector('#conversation-status');
-    return s && s.textContent.includes('frames') && !s.textContent.includes('reading'); }"""
+    return !s || (s.textContent.includes('frames') && !s.textContent.includes('reading')); }"""
 
 
 def conversation(browser: Any, folder: Path, chunks: int, repeat: int) -> dict[str, Any]:
@@ -278,7 +283,7 @@ def conversation(browser: Any, folder: Path, chunks: int, repeat: int) -> dict[s
             page = context.new_page()
             t = time.perf_counter()
             page.goto(f"{ui.url}#view=conversation&c=1")
-            page.wait_for_selector("#conversation .item", timeout=60_000)
+            page.wait_for_selector("#conversation .item", timeout=180_000)
             first_ms.append((time.perf_counter() - t) * 1000)
             page.wait_for_function(_CONVERSATION_READ, timeout=120_000)
             whole_ms.append((time.perf_counter() - t) * 1000)
