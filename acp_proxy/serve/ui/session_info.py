@@ -15,22 +15,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import orjson
-
 from acp_proxy.protocol import acp
+from acp_proxy.protocol.decode import json_object
 
 SESSION_METHODS = ("session/new", "session/load", "session/resume", "session/fork")
 SESSIONS_SHOWN = 50
 
 
-def _json(raw: bytes | None) -> Any:
-    if raw is None:
-        return None
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
+def _json(raw: bytes | None) -> dict[str, Any] | None:
+    return None if raw is None else json_object(raw)
 
 
 def flatten(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:

@@ -24,13 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from acp_proxy.check.base import RuleInfo
-from acp_proxy.check.engine import RULES, Checker
+from acp_proxy.check.engine import RULES
+from acp_proxy.check.scope_check import ScopeCheck
 from acp_proxy.errors import AcpProxyError
 from acp_proxy.inspect.transcript.model import Transcript
 from acp_proxy.serve.ui.rows import RowIndex
 from acp_proxy.store import readers as store_read
 from acp_proxy.store import ui_reads
-from acp_proxy.store.ui_reads import UiFilter
+from acp_proxy.store.readers import FrameFilter
+from acp_proxy.store.refs import connection_scope
 
 SCAN_STEP = 200_000
 FIRST_STEP = 2_000
@@ -70,11 +72,9 @@ class _Timeline:
 
 @dataclass
 class _Findings:
-    checker: Checker
+    check: ScopeCheck
     lock: threading.Lock = field(default_factory=threading.Lock)
-    checked_seq: int = 0
-    finished: bool = False
-    found: list[dict[str, Any]] = field(default_factory=list)
+    found: list[dict[str, Any]] = field(default_factory=list)  # check.findings, for the page
 
 
 @dataclass
@@ -153,14 +153,14 @@ class Inspector:
 
     # ------------------------------------------------------------------ timeline
 
-    def _timeline(self, connection_id: int, where: UiFilter, start: int = 0) -> _Timeline:
+    def _timeline(self, connection_id: int, where: FrameFilter, start: int = 0) -> _Timeline:
         key = (connection_id, (*where.key(), start))
         with self._lock:
             timeline = self._timelines.get(key)
             if timeline is None:
                 timeline = self._timelines[key] = _Timeline()
                 timeline.index.scanned_seq = max(0, start - 1)
-                plain = (*UiFilter().key(), 0)
+                plain = (*FrameFilter().key(), 0)
                 unfiltered = sum(1 for k in self._timelines if k[1] != plain)
                 if unfiltered > FILTERED_INDEXES:  # forget the oldest filtered index
                     oldest = next(k for k in self._timelines if k[1] != plain)
@@ -172,7 +172,7 @@ class Inspector:
     def extend(
         self,
         connection_id: int,
-        where: UiFilter,
+        where: FrameFilter,
         wanted_rows: int,
         *,
         scan: bool = False,
@@ -206,7 +206,7 @@ class Inspector:
     def rows(
         self,
         connection_id: int,
-        where: UiFilter,
+        where: FrameFilter,
         offset: int,
         limit: int,
         scan: bool = False,
@@ -262,7 +262,7 @@ class Inspector:
     def locate(
         self,
         connection_id: int,
-        where: UiFilter,
+        where: FrameFilter,
         seq: int,
         start: int = 0,
         budget_s: float | None = None,
@@ -334,29 +334,21 @@ class Inspector:
         with self._lock:
             state = self._findings.get(connection_id)
             if state is None:
-                row = store_read.connection(db, connection_id)
-                checker = Checker(
-                    self.schemas, protocol_version=row.protocol_version,
-                    connection_id=connection_id,
-                )  # fmt: skip
-                state = self._findings[connection_id] = _Findings(checker)
+                check = ScopeCheck(connection_scope(db, connection_id), self.schemas)
+                state = self._findings[connection_id] = _Findings(check)
         # Only a step takes the lock: a read of what is found so far never waits for the
         # checker's step (the list only grows, and a copy of it is taken at once).
         with state.lock if step else contextlib.nullcontext():
+            check = state.check
             status = store_read.status(db, connection_id)  # read first: frames land before it
-            if step and not state.finished:
-                count = 0
-                for record in ui_reads.raw_frames(db, connection_id, state.checked_seq, CHECK_STEP):
-                    count += 1
-                    state.checked_seq = record.seq
-                    state.found += [_finding(f) for f in state.checker.observe(record)]
-                if count < CHECK_STEP and status != "running":
-                    state.finished = True
-                    state.found += [_finding(f) for f in state.checker.finish()]
-            complete = state.finished or state.checked_seq >= store_read.last_seq(db, connection_id)
+            if step and not check.finished:
+                if check.step(db, CHECK_STEP) < CHECK_STEP and status != "running":
+                    check.finish(db)
+                state.found += [_finding(f) for f in check.findings[len(state.found) :]]
+            complete = check.finished or check.checked_seq >= store_read.last_seq(db, connection_id)
             return {
-                "findings": list(state.found), "checked_seq": state.checked_seq,
-                "complete": complete, "finished": state.finished,
+                "findings": list(state.found), "checked_seq": check.checked_seq,
+                "complete": complete, "finished": check.finished,
                 "schemas": self.schemas is not None,
                 "stored": ui_reads.stored_findings(db, connection_id),
             }  # fmt: skip
