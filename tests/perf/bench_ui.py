@@ -136,9 +136,11 @@ class Ui:
         argv = [sys.executable, "-m", "acp_proxy", "ui", "--no-open", "--db", str(db)]
         self.log = log
         with log.open("wb") as sink:
+            # In the measured checkout: ``python -m`` looks in the working directory first.
             self.process = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=sink, env=env()
-            )
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=sink,
+                env=env(), cwd=SOURCE[0],
+            )  # fmt: skip
         deadline = time.monotonic() + 60
         while not (found := ADDRESS.search(log.read_bytes())):
             if self.process.poll() is not None or time.monotonic() > deadline:

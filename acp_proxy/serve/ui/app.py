@@ -7,6 +7,8 @@ Rules:
   ``segments`` (present.py). A frame's exact bytes are also served as a download.
 - Bad parameters are 400 with one line; an unknown connection or frame is 404.
 - The app is built by ``create_app`` around an ``Inspector``; ``security.Gate`` wraps it.
+- The page's own files (``static/``) are read once when the app is built and served from
+  memory; nothing outside that folder is ever served.
 """
 
 from __future__ import annotations
@@ -21,9 +23,8 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import FileResponse, Response, StreamingResponse
-from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
 
 from acp_proxy import __version__
 from acp_proxy.errors import AcpProxyError, UnknownRecording
@@ -119,8 +120,16 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         value: int = request.path_params["cid"]
         return value
 
+    assets = _assets()
+
     async def index(_: Request) -> Response:
-        return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8")
+        return Response(assets["index.html"][0], media_type=assets["index.html"][1])
+
+    async def static(request: Request) -> Response:
+        found = assets.get(request.path_params["path"])
+        if found is None:
+            raise HTTPException(404, "no such file")
+        return Response(found[0], media_type=found[1])
 
     async def info(_: Request) -> Response:
         return Json({
@@ -294,12 +303,25 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         Route(f"{c}/info", session_info),
         Route("/api/diff", diff),
         Route("/api/events", stream),
-        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        Route("/static/{path:path}", static),
     ]
     return Starlette(routes=routes, exception_handlers={HTTPException: not_found})
 
 
 # --------------------------------------------------------------------------- builders
+
+_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+          ".css": "text/css; charset=utf-8"}  # fmt: skip
+
+
+def _assets() -> dict[str, tuple[bytes, str]]:
+    """The page's files (package data, a few kilobytes), read once: served from memory, a
+    cold page asks for twenty of them at once."""
+    found = {}
+    for path in STATIC.rglob("*"):
+        if path.is_file() and path.suffix in _TYPES:
+            found[path.relative_to(STATIC).as_posix()] = (path.read_bytes(), _TYPES[path.suffix])
+    return found
 
 
 def _detail(inspector: Inspector, cid: int, seq: int) -> dict[str, Any] | None:

@@ -49,12 +49,14 @@ export async function route() {
     const input = $("#filters").elements[name];
     if (document.activeElement !== input) input.value = state.params.get(name) || "";
   }
-  if (cid && (!state.overview || state.overview.id !== cid)) {
+  if (cid && (!state.overview || state.overview.id !== cid) && state.overviewOf !== cid) {
+    // Asked for beside the view's own first answers, not before them.
     state.overview = null;
-    try { state.overview = await api("connections/" + cid); } catch (e) { state.overview = null; }
+    state.overviewOf = cid;
+    state.overviewReady = api("connections/" + cid).then((found) => { state.overview = found; return found; },
+      () => null);
   }
-  showCurrent();
-  openStream(cid);
+  if (!cid) { state.overviewOf = null; state.overviewReady = Promise.resolve(null); }
   const key = JSON.stringify([view, cid, filters(), state.params.get("from"), state.params.get("a"), state.params.get("b")]);
   if (key !== routed || !state.view) {
     routed = key;
@@ -67,6 +69,9 @@ export async function route() {
   const frame = state.params.get("f");
   if (frame && state.view.focus) state.view.focus(Number(frame));
   if (!frame) closeDetail();
+  await state.overviewReady;
+  showCurrent();
+  openStream(cid);
 }
 onRoute(route);
 

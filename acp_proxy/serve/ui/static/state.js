@@ -5,6 +5,7 @@ export const state = {
   params: new URLSearchParams(), info: null, overview: null,
   source: null, sourceKey: null, lastFrameId: 0,
   view: null,  // the view object on screen
+  overviewOf: null, overviewReady: Promise.resolve(null),  // the connection's row, on its way
 };
 window.acpSeen = {};  // seq -> ms since epoch when the page first showed it (tests read it)
 

@@ -225,7 +225,7 @@ export function timelineView(root) {
     render();
   });
   const start = async () => {
-    const got = await api(`connections/${cid}/rows`, { ...where, offset: 0, limit: PAGE });
+    const [got] = await Promise.all([api(`connections/${cid}/rows`, { ...where, offset: 0, limit: PAGE }), state.overviewReady]);
     if (!alive) return;
     accept(got);
     list.store(0, got.rows);
