@@ -42,6 +42,7 @@ from acp_proxy.inspect.render.text import (
     turn_record,
     turn_stats,
 )
+from acp_proxy.plural import counted
 from acp_proxy.store import readers as store_read
 from acp_proxy.store.values import FrameRow
 
@@ -143,7 +144,9 @@ def ls_command(db: Path | None, limit: int, show_all: bool, as_json: bool, no_pa
         if not as_json:
             total = store_read.connection_count(database)
             size = database_bytes(db_path)
-            click.echo(f"{visible(str(db_path))}: {total} connections, {human_bytes(size)}")
+            click.echo(
+                f"{visible(str(db_path))}: {counted(total, 'connection')}, {human_bytes(size)}"
+            )
 
 
 def _ls(database: Any, limit: int, show_all: bool, as_json: bool) -> None:
@@ -168,7 +171,7 @@ def _ls(database: Any, limit: int, show_all: bool, as_json: bool) -> None:
             continue
         click.echo(connection_line(row, counts.frames, counts.prompts, counts.errors, ended))
         for session_id, prompts in counts.sessions:
-            click.echo(f"       session {visible(str(session_id))}  {prompts} turns")
+            click.echo(f"       session {visible(str(session_id))}  {counted(prompts, 'turn')}")
 
 
 def _say_if_none(shown: int) -> None:

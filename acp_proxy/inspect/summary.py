@@ -13,6 +13,7 @@ from pathlib import Path
 
 from acp_proxy.inspect.render.terminal import visible
 from acp_proxy.inspect.render.words import peer
+from acp_proxy.plural import counted
 from acp_proxy.store.database import ConnectionSummary
 
 
@@ -38,7 +39,7 @@ def render_summary(
         f"  client:  {peer(summary.client_info, summary.client_argv)}",
         f"  protocol version {summary.protocol_version}; {_ending(summary)}{duration}",
         f"  frames:  {summary.frames['c2a']} client->agent, {summary.frames['a2c']} "
-        f"agent->client, {summary.frames['stderr']} agent stderr lines",
+        f"agent->client, {counted(summary.frames['stderr'], 'agent stderr line')}",
     ]
     for caller, method, outcome, latency_ms in summary.calls:
         took = f"{latency_ms:.1f} ms" if latency_ms is not None else "no answer"
