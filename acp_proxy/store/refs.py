@@ -31,7 +31,12 @@ from pathlib import Path
 from acp_proxy.errors import BadReference, UnknownRecording, UnreadableRecording
 from acp_proxy.stderr import Reporter, report
 from acp_proxy.store.database import connect
-from acp_proxy.store.recording_files import frames_lines, is_recording_file, looks_like_a_file
+from acp_proxy.store.recording_files import (
+    SUFFIXES,
+    frames_lines,
+    is_recording_file,
+    looks_like_a_file,
+)
 
 HOW_TO_NAME = "a connection id, a session id, a label, a uid, 'last', or a recording file"
 
@@ -187,8 +192,14 @@ def _open_file(ref: str, *, episodes: bool, note: Reporter) -> Opened:
 
 
 def _missing_file(ref: str) -> BadReference:
-    if Path(ref).expanduser().is_dir():
+    path = Path(ref).expanduser()
+    if path.is_dir():
         return UnreadableRecording(f"{ref}: is a folder, not a recording file")
+    if path.exists():
+        return UnreadableRecording(
+            f"{ref}: not a recording file (recording files are JSONL exports and cassettes, "
+            f"bundles, or captures, named *{', *'.join(SUFFIXES)})"
+        )
     return UnknownRecording(f"{ref}: no such file")
 
 
