@@ -1,7 +1,7 @@
-"""Counted nouns in the proxy's own words: ``1 frame``, ``2 frames``, ``0 connections``.
+"""Sans-I/O. Counted nouns in the proxy's own words: ``1 frame``, ``2 frames``, ``0 turns``.
 
 Rules:
-- Sans-I/O and dependency-free, so that any layer can say how many of something it saw.
+- Dependency-free, so that any layer (engines included) can say how many of something it saw.
 - One is singular, every other count (zero included) plural; the plural is the noun plus ``s``
   unless it is given (``counted(n, "entry", "entries")``).
 - The count is written as given (an ``int``); thousands separators are the caller's choice
