@@ -5,7 +5,8 @@ Rules:
   is set to anything non-empty (no-color.org); ``always`` and ``never`` are what they say.
   The choice is put on the click context, which every ``click.echo`` consults.
 - Width: lines are cut to the terminal's width (``COLUMNS`` wins, as ``shutil`` reads it) only
-  when stdout is a terminal; into a pipe or a file they keep their full, stable form.
+  when stdout is a terminal, paged or not; into a pipe or a file they keep their full,
+  stable form.
 - Paging: on a terminal, long output goes through ``$PAGER`` (``less -R`` when unset; ``LESS``
   defaults to ``FRX`` as git sets it, so output that fits one screen is just printed). An empty
   ``PAGER``, ``--no-pager``, or a pager that cannot start means plain output. The command
@@ -70,9 +71,16 @@ def pager_option(function: F) -> F:
     )(function)
 
 
+_paging: list[Any] = []  # the terminal that ``paged`` took stdout from, while it pages
+
+
 def width() -> int | None:
-    """The terminal's width in columns when stdout is a terminal, else None (no cutting)."""
-    if not sys.stdout.isatty():
+    """The terminal's width in columns when stdout is a terminal, else None (no cutting).
+
+    While output is paged, stdout is the pager's pipe but the lines still end on the
+    terminal: its width is the one that counts.
+    """
+    if not (_paging or sys.stdout.isatty()):
         return None
     return shutil.get_terminal_size().columns
 
@@ -108,6 +116,7 @@ def paged(enabled: bool = True) -> Iterator[None]:
         ctx.color = colour_wanted("auto", True, environ)  # the pager shows colour (-R)
     terminal = sys.stdout
     sys.stdout = io.TextIOWrapper(pager.stdin, encoding="utf-8", errors="replace")
+    _paging.append(terminal)
     try:
         yield
         with contextlib.suppress(BrokenPipeError):
@@ -118,6 +127,7 @@ def paged(enabled: bool = True) -> Iterator[None]:
         with contextlib.suppress(OSError, ValueError):
             sys.stdout.close()
         sys.stdout = terminal
+        _paging.pop()
         while True:
             try:
                 pager.wait()
