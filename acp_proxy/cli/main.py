@@ -10,6 +10,7 @@ Rules:
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from acp_proxy import __version__
+from acp_proxy.cli.helptext import EXAMPLES, SECTIONS, UnbrokenContext, unbroken
 from acp_proxy.errors import AcpProxyError, BadReference
 from acp_proxy.paths import DB_ENV, default_db_path
 from acp_proxy.record.spawn import DEFAULT_GRACE
@@ -77,20 +79,41 @@ class _Commands(click.Group):
     ``LAZY_COMMANDS`` on first use.
     """
 
+    context_class = UnbrokenContext
+
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+        """The commands in the order of the help's map (helptext.SECTIONS)."""
+        mapped = [name for _, commands in SECTIONS for name, _ in commands]
+        others = sorted({*super().list_commands(ctx), *LAZY_COMMANDS} - set(mapped))
+        return mapped + others
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         target = LAZY_COMMANDS.get(name)
         if target is None:
-            return super().get_command(ctx, name)
+            found = super().get_command(ctx, name)
+            return None if found is None else unbroken(found)
         import importlib
 
         module_name, _, attribute = target.partition(":")
         command = getattr(importlib.import_module(module_name), attribute)
         if not isinstance(command, click.Command):
             raise TypeError(f"{target} is not a click command")
-        return command
+        return unbroken(command)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands by what they are for, each with its one-line summary (no imports)."""
+        width = max(len(name) for _, commands in SECTIONS for name, _ in commands)
+        for title, commands in SECTIONS:
+            with formatter.section(title):
+                formatter.write_dl([(name.ljust(width), summary) for name, summary in commands])
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        width = max(len(command) for command, _ in EXAMPLES)
+        with formatter.section("Examples"):
+            for command, what in EXAMPLES:
+                formatter.write(f"{' ' * formatter.current_indent}{command:<{width}}  # {what}\n")
+        formatter.write_paragraph()
+        formatter.write_text("`acp-proxy COMMAND --help` says more; docs/cli.md has every command.")
 
     def invoke(self, ctx: click.Context) -> Any:
         from acp_proxy.store.failures import unreadable
@@ -118,8 +141,16 @@ def _db_option() -> click.Option:
         envvar=DB_ENV,
         show_envvar=True,
         default=None,
-        help=f"Recording database [default: {default_db_path()}].",
+        help=f"Recording database [default: {_home_as_tilde(str(default_db_path()))}].",
     )
+
+
+def _home_as_tilde(path: str) -> str:
+    """``path`` with the home folder written ``~``: shorter, and a shell still expands it."""
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and path.startswith(home + os.sep):
+        return "~" + path[len(home) :]
+    return path
 
 
 def db_option(function: F) -> F:
