@@ -21,8 +21,7 @@ from acp_proxy import __version__
 from acp_proxy.cli.helptext import EXAMPLES, SECTIONS, UnbrokenContext, unbroken
 from acp_proxy.errors import AcpProxyError, BadReference
 from acp_proxy.paths import DB_ENV, default_db_path
-from acp_proxy.record.spawn import DEFAULT_GRACE
-from acp_proxy.record.tap import DEFAULT_MAX_WAIT
+from acp_proxy.record.defaults import DEFAULT_GRACE, DEFAULT_MAX_WAIT
 from acp_proxy.stderr import report
 
 if TYPE_CHECKING:

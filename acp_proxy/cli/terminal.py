@@ -19,8 +19,6 @@ import contextlib
 import io
 import os
 import shlex
-import shutil
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -82,7 +80,22 @@ def width() -> int | None:
     """
     if not (_paging or sys.stdout.isatty()):
         return None
-    return shutil.get_terminal_size().columns
+    return terminal_columns()
+
+
+def terminal_columns() -> int:
+    """What ``shutil.get_terminal_size`` says (``COLUMNS`` first), without importing shutil
+    (and the compression modules it loads) into every reading command."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno() if sys.__stdout__ else 1).columns
+    except (AttributeError, ValueError, OSError):
+        return 80
 
 
 def pager_command(environ: dict[str, str]) -> list[str] | None:
@@ -103,6 +116,8 @@ def paged(enabled: bool = True) -> Iterator[None]:
     if command is None:
         yield
         return
+    import subprocess  # only when there is a pager to run
+
     environ = dict(os.environ)
     environ.setdefault("LESS", "FRX")
     try:

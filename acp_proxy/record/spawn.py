@@ -23,8 +23,6 @@ from types import FrameType
 
 PIPE_SIZE = 1024 * 1024
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-# Seconds the agent gets to exit after its stdin closes, before SIGTERM (and again before SIGKILL).
-DEFAULT_GRACE = 5.0
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)  # Linux only; elsewhere the call fails
 
 

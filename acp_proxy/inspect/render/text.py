@@ -13,16 +13,18 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from acp_proxy.inspect.render import words as present
 from acp_proxy.inspect.render.style import style
 from acp_proxy.inspect.render.terminal import json_visible, visible
-from acp_proxy.inspect.transcript.values import PromptTurn
 from acp_proxy.plural import counted, noun
 from acp_proxy.store.values import ConnectionRow, FrameRow
+
+if TYPE_CHECKING:
+    from acp_proxy.inspect.transcript.values import PromptTurn
 
 PREVIEW = 100
 MIN_PREVIEW = 8  # narrower than this, a preview says nothing: the line goes without
