@@ -270,6 +270,22 @@ def record(
     sys.exit(run_record(options, report))
 
 
+def _how_to_run(program: str) -> str:
+    """``program`` as the user can type it: its name when it is on PATH, else its path beside
+    this interpreter (a virtualenv's ``bin`` that is not activated), relative when shorter."""
+    import shutil
+
+    beside = Path(sys.executable).parent / program
+    if shutil.which(program) or not beside.exists():
+        return program
+    relative = os.path.relpath(beside)
+    return (
+        relative
+        if len(relative) < len(str(beside)) and not relative.startswith("..")
+        else str(beside)
+    )
+
+
 def require_otel() -> None:
     """Exit with one line (status 2) when the ``otel`` extra is not installed."""
     from acp_proxy.otel import missing_extra
@@ -316,5 +332,7 @@ def demo(db: Path | None, label: str, prompts: tuple[str, ...]) -> None:
     database = connect(db_path, create=False)
     summary = summarize(database, resolve_ref(database, label))
     has_datasette = importlib.util.find_spec("datasette") is not None
-    click.echo("\n" + render_summary(summary, db_path, datasette_installed=has_datasette), nl=False)
+    programs = {name: _how_to_run(name) for name in ("sqlite-utils", "datasette")}
+    said = render_summary(summary, db_path, datasette_installed=has_datasette, programs=programs)
+    click.echo("\n" + said, nl=False)
     sys.exit(status)

@@ -9,6 +9,7 @@ Rules:
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 
 from acp_proxy.inspect.render.terminal import visible
@@ -28,8 +29,15 @@ def _ending(summary: ConnectionSummary) -> str:
 
 
 def render_summary(
-    summary: ConnectionSummary, db_path: Path, *, datasette_installed: bool = True
+    summary: ConnectionSummary,
+    db_path: Path,
+    *,
+    datasette_installed: bool = True,
+    programs: Mapping[str, str] | None = None,
 ) -> str:
+    """The demo's closing words. ``programs`` says how to run ``sqlite-utils`` and ``datasette``
+    from where the user is (a path when they are not on ``PATH``); their names by default."""
+    called = {"sqlite-utils": "sqlite-utils", "datasette": "datasette", **(programs or {})}
     db = shlex.quote(str(db_path))
     label = f" ({summary.label})" if summary.label else ""
     duration = f", {summary.duration_ms / 1000:.2f} s" if summary.duration_ms else ""
@@ -56,8 +64,8 @@ def render_summary(
         "",
         "Look further:",
         f'  sqlite3 {db} "SELECT seq, direction, kind, method, update_kind FROM frames {where}"',  # noqa: S608
-        f'  sqlite-utils {db} "SELECT * FROM rpc_calls {where}" --table',  # noqa: S608
-        f"  datasette {db}"
+        f'  {called["sqlite-utils"]} {db} "SELECT * FROM rpc_calls {where}" --table',  # noqa: S608
+        f"  {called['datasette']} {db}"
         + ("" if datasette_installed else "    (install it: pip install 'acp-proxy[demo]')"),
     ]
     return visible("\n".join(lines), lines=True) + "\n"

@@ -125,3 +125,13 @@ def test_a_client_without_client_info_is_named_by_its_command(tmp_path: Path) ->
 )  # fmt: skip
 def test_an_interpreter_is_named_by_what_it_runs(argv: list[str], shown: str) -> None:
     assert words.command(argv) == shown
+
+
+def test_the_demo_hints_name_tools_that_are_not_on_path_by_their_path(db_path: Path) -> None:
+    _recording(db_path)
+    summary = summarize(connect(db_path, create=False), 1)
+    programs = {"sqlite-utils": ".venv/bin/sqlite-utils", "datasette": ".venv/bin/datasette"}
+    said = render_summary(summary, db_path, programs=programs)
+    assert f"  .venv/bin/sqlite-utils {db_path} " in said
+    assert f"  .venv/bin/datasette {db_path}" in said
+    assert f"  sqlite-utils {db_path} " in render_summary(summary, db_path)
