@@ -23,10 +23,10 @@ def report(message: str) -> None:
     """Say something on stderr as the proxy.
 
     Messages can quote recorded text (a method name, a replay divergence): control
-    characters are shown as escapes (``inspect.render.terminal.visible``), never sent raw.
+    characters are shown as escapes (``acp_proxy.display.visible``), never sent raw.
     """
     if not message.isprintable():
-        from acp_proxy.inspect.render.terminal import visible
+        from acp_proxy.display import visible
 
         message = visible(message, lines=True)
     with contextlib.suppress(OSError):  # nowhere left to say it

@@ -155,8 +155,29 @@ def test_every_module_states_its_rules() -> None:
 
 def test_no_module_is_left_at_the_top_but_the_shared_few() -> None:
     top = sorted(path.name for path in PACKAGE.glob("*.py"))
-    shared = ["__init__.py", "__main__.py", "errors.py", "paths.py", "plural.py", "stderr.py"]
-    assert top == shared
+    assert top == [
+        "__init__.py", "__main__.py", "display.py", "errors.py", "paths.py", "plural.py",
+        "stderr.py",
+    ]  # fmt: skip
+
+
+GROUND_FLOOR = ["display.py", "errors.py", "paths.py", "plural.py", "stderr.py"]
+
+
+@pytest.mark.parametrize("name", GROUND_FLOOR)
+def test_the_ground_floor_imports_nothing_above_it(name: str) -> None:
+    """The shared few are imported by every layer, so they import only one another."""
+    floor = {PACKAGE / other for other in GROUND_FLOOR}
+    above = [_name(path) for path in _project_imports(PACKAGE / name) if path not in floor]
+    assert not above, f"{name} imports {sorted(above)}"
+
+
+def test_check_shows_text_through_the_ground_floor_not_inspect() -> None:
+    """check/ sits below inspect/: its reports make text visible with ``acp_proxy.display``."""
+    for path in _modules():
+        if _inside(path, "check"):
+            upward = {name for name in _imports(path) if name.startswith("acp_proxy.inspect")}
+            assert not upward, f"{_name(path)} imports {sorted(upward)}"
 
 
 def test_code_names_no_issues_and_quotes_no_measurements() -> None:

@@ -8,7 +8,7 @@ Rules:
   the rule found something (``type`` is the severity); XML-invalid characters from peer
   content are replaced, so CI parsers accept the file.
 - ``finding_line`` is the one-line form for ``record --check`` on stderr.
-- Recorded text in a report is made visible (``terminal.visible``; in JSON, ``json_visible``
+- Recorded text in a report is made visible (``display.visible``; in JSON, ``json_visible``
   keeps the value): reports go to terminals.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from acp_proxy.check.engine import RULES, Finding, RuleInfo
-from acp_proxy.inspect.render.terminal import json_visible, visible
+from acp_proxy.display import json_visible, visible
 from acp_proxy.plural import counted
 from acp_proxy.protocol.diffing import Diff, Item
 

@@ -3,7 +3,7 @@
 Rules:
 - Recordings are opened read-only by the REF opener (store/refs.py); a missing or unusable
   database, file or REF is one line on stderr and exit status 2 (reported by cli/main.py).
-- Recorded text reaches the terminal only through ``terminal.visible`` (the renderers call it).
+- Recorded text reaches the terminal only through ``display.visible`` (the renderers call it).
 - Output streams: each frame line is written as soon as it is read, so the first page of a
   huge recording shows at once; a closed pipe (``| head``) ends the command quietly.
 - Terminal conventions (cli/terminal.py): colour only on a terminal unless ``--color`` or
@@ -27,9 +27,9 @@ import orjson
 
 from acp_proxy.cli.main import db_option, open_ref, report, resolve_db
 from acp_proxy.cli.terminal import color_option, paged, pager_option, width
+from acp_proxy.display import json_visible, visible
 from acp_proxy.errors import AcpProxyError
 from acp_proxy.inspect.render import words as present
-from acp_proxy.inspect.render.terminal import json_visible, visible
 from acp_proxy.inspect.render.text import (
     STATS_HEADER,
     connection_line,
@@ -73,7 +73,8 @@ def filter_options(function: F) -> F:
                      "error, stderr ...) or update kind (agent_message_chunk ...)."),
         click.option("--direction", type=click.Choice(sorted(store_read.DIRECTIONS)),
                      help="Only frames going this way (client = c2a, agent = a2c)."),
-        click.option("--grep", help="Only frames whose raw bytes contain TEXT (case-sensitive)."),
+        click.option("--grep", "text", metavar="TEXT", help="Only frames whose raw bytes contain "
+                     "TEXT (ASCII letters match either case)."),
     ]  # fmt: skip
     for option in reversed(options):
         function = option(function)

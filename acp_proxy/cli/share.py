@@ -116,7 +116,7 @@ def _verify(path: Path, env_file: Path | None, ref: str | None) -> None:
     if ref is not None:
         raise click.UsageError("give either REF (to redact) or --verify FILE, not both")
     leaks = verify_file(path, Verifier(finder_for(os.environ, env_file)))
-    from acp_proxy.inspect.render.terminal import visible
+    from acp_proxy.display import visible
 
     for leak in leaks:
         click.echo(visible(leak.shown()))

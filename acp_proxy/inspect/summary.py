@@ -12,10 +12,10 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
-from acp_proxy.inspect.render.terminal import visible
+from acp_proxy.display import visible
 from acp_proxy.inspect.render.words import peer
 from acp_proxy.plural import counted
-from acp_proxy.store.database import ConnectionSummary
+from acp_proxy.store.summary import ConnectionSummary
 
 
 def _ending(summary: ConnectionSummary) -> str:

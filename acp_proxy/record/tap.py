@@ -61,9 +61,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from acp_proxy.protocol.acp import Direction
-from acp_proxy.record.defaults import DEFAULT_MAX_WAIT
+from acp_proxy.record import defaults
 from acp_proxy.record.losses import Lost
 from acp_proxy.stderr import Reporter
+
+DEFAULT_MAX_WAIT = defaults.DEFAULT_MAX_WAIT  # the same number, for those who look for it here
 
 HEADER = struct.Struct("=BBxxIQ")  # kind, direction, (padding), payload length, monotonic ns
 CHUNK, UPDATE, CONFIG = 1, 2, 3

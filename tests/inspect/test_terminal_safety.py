@@ -1,4 +1,4 @@
-"""Recorded text never drives the terminal or the Markdown renderer (terminal.visible).
+"""Recorded text never drives the terminal or the Markdown renderer (display.visible).
 
 A recording whose peers put escape sequences (OSC 52 clipboard writes, OSC 0 window titles,
 CSI 2J, C1 controls, bidi overrides) and markup (raw HTML, ``javascript:`` links) into every
@@ -138,7 +138,8 @@ def test_the_proxy_stderr_lines_make_quoted_text_visible() -> None:
 
 def test_the_demo_summary_makes_recorded_text_visible(hostile: Path) -> None:
     from acp_proxy.inspect.summary import render_summary
-    from acp_proxy.store.database import connect, summarize
+    from acp_proxy.store.database import connect
+    from acp_proxy.store.summary import summarize
 
     summary = render_summary(summarize(connect(hostile), 1), hostile)
     assert not CONTROL.findall(summary.encode())
@@ -168,7 +169,7 @@ def test_markdown_renders_recorded_text_as_text(hostile: Path) -> None:
 
 @given(st.text())
 def test_visible_leaves_nothing_a_terminal_acts_on(value: str) -> None:
-    from acp_proxy.inspect.render.terminal import is_visible, visible
+    from acp_proxy.display import is_visible, visible
 
     shown = visible(value)
     assert is_visible(shown)
@@ -185,7 +186,7 @@ def test_json_visible_keeps_the_value(value: str) -> None:
 
     import orjson
 
-    from acp_proxy.inspect.render.terminal import json_visible
+    from acp_proxy.display import json_visible
 
     document = json_visible(orjson.dumps({"v": value}).decode())
     assert json.loads(document) == {"v": value}

@@ -5,7 +5,7 @@ Rules:
   ``store.values.MARK_START`` and ``MARK_END``; on a terminal the match is shown bold red (as
   grep does), elsewhere between ``«`` and ``»`` so it stays visible in a file or a pipe.
 - Recorded text is data: line breaks and tabs become spaces, every other control character
-  is shown as ``terminal.visible`` shows it (an escape), so nothing recorded can move
+  is shown as ``display.visible`` shows it (an escape), so nothing recorded can move
   the cursor, change colours or reorder the text on a terminal.
 - ``hit_record`` (``--json`` and the MCP server) gives the snippet without marks plus the
   ``[start, end)`` character spans of the matches in it.
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from acp_proxy.display import visible as terminal_visible
 from acp_proxy.inspect.render.style import style
-from acp_proxy.inspect.render.terminal import visible as terminal_visible
 from acp_proxy.inspect.render.words import wall
 from acp_proxy.store.values import MARK_END, MARK_START, Hit
 

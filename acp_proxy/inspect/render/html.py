@@ -3,7 +3,7 @@
 Rules:
 - Recorded content is data, never markup: every string a peer sent goes through ``_e``
   (``html.escape`` with quotes), so ``<script>`` or ``<img onerror>`` shows as text; control
-  characters are shown as escapes first (``terminal.visible``), since the page may be written
+  characters are shown as escapes first (``display.visible``), since the page may be written
   to a terminal.
 - The page fetches nothing and runs nothing: styles are inline, there is no script, and a
   Content-Security-Policy (``default-src 'none'``) forbids both should anything slip through.
@@ -18,8 +18,8 @@ from typing import Any
 
 import orjson
 
+from acp_proxy.display import visible
 from acp_proxy.inspect.render import words as present
-from acp_proxy.inspect.render.terminal import visible
 from acp_proxy.inspect.render.text import preview
 from acp_proxy.inspect.transcript.values import (
     Call,

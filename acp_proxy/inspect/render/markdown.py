@@ -8,7 +8,7 @@ Rules:
   ids, paths, outputs and JSON go in code spans or fenced blocks whose fence is longer than any
   backtick run inside, so nothing breaks the page. The only links are resource links whose URI
   has a safe scheme (``LINK_SCHEMES``); any other URI is shown as text.
-- The page is then made safe for a terminal (``terminal.visible``, newlines kept): Markdown goes
+- The page is then made safe for a terminal (``display.visible``, newlines kept): Markdown goes
   to stdout as often as to a file.
 - One section per session, the turns in order; live notices are marked as such; timings are
   left out with ``timings=False`` (stable output for comparisons).
@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from acp_proxy.display import visible
 from acp_proxy.inspect.render import words as present
-from acp_proxy.inspect.render.terminal import visible
 from acp_proxy.inspect.transcript.values import (
     Call,
     Compaction,

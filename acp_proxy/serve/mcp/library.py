@@ -28,11 +28,12 @@ from acp_proxy.inspect.render.text import frame_json
 from acp_proxy.inspect.render.words import wall
 from acp_proxy.inspect.since import since_ns
 from acp_proxy.plural import counted
+from acp_proxy.protocol.decode import column_value, json_object
 from acp_proxy.protocol.latency import by_method
 from acp_proxy.serve.mcp.bounds import cut_text, fit_items, shrink_value, size
 from acp_proxy.serve.mcp.copies import Copies
 from acp_proxy.store import readers as store_read
-from acp_proxy.store.refs import Scope, resolve_ref, scope
+from acp_proxy.store.refs import Scope, connection_scope, resolve_ref, scope
 from acp_proxy.store.search import SearchQuery, catch_up, index_state
 from acp_proxy.store.search import search as run_search
 
@@ -98,7 +99,7 @@ class Library:
             if status is not None and row.status != status:
                 continue
             record = self.copies.connection_record(row.id)
-            agent_info = _loads(record.get("agent_info"))
+            agent_info = column_value(record.get("agent_info"))
             if label is not None and label.lower() not in str(record.get("label") or "").lower():
                 continue
             if agent is not None and agent.lower() not in orjson.dumps(agent_info).decode().lower():
@@ -112,7 +113,7 @@ class Library:
                 "id": row.id, "label": record.get("label"), "started": wall(row.started_ns),
                 "duration_ms": None if ended is None else ended / 1e6, "status": row.status,
                 "ending": row.ending, "agent": self._peer(agent_info),
-                "client": self._peer(_loads(record.get("client_info"))),
+                "client": self._peer(column_value(record.get("client_info"))),
                 "protocol_version": row.protocol_version, "frames": counts.frames,
                 "prompt_turns": counts.prompts, "error_responses": counts.errors,
                 "malformed_frames": counts.malformed, "sessions": len(counts.sessions),
@@ -173,7 +174,7 @@ class Library:
         request = next(iter(found), None)
         if request is None:
             return {"initialize": None}
-        params = (_loads_bytes(request.raw) or {}).get("params") or {}
+        params = (json_object(request.raw) or {}).get("params") or {}
         answer = next(
             (
                 f
@@ -182,7 +183,7 @@ class Library:
             ),
             None,
         )
-        result = (_loads_bytes(answer.raw) or {}).get("result") if answer is not None else None
+        result = (json_object(answer.raw) or {}).get("result") if answer is not None else None
         result = result if isinstance(result, dict) else {}
         return {
             "client_capabilities": params.get("clientCapabilities"),
@@ -361,10 +362,10 @@ class Library:
     def _findings(
         self, db: store_read.Database, cid: int, select: Sequence[str], ignore: Sequence[str]
     ) -> dict[str, Any]:
-        from acp_proxy.check.engine import Checker, select_rules
-        from acp_proxy.check.report import Checked, render_json
+        from acp_proxy.check.engine import select_rules
+        from acp_proxy.check.report import render_json
         from acp_proxy.check.schema_files import SchemasUnavailable, load_book
-        from acp_proxy.store.frames import frames
+        from acp_proxy.check.scope_check import check_scope
 
         try:
             rules = select_rules(select, ignore)
@@ -378,16 +379,7 @@ class Library:
             except SchemasUnavailable as error:
                 rules = frozenset(r for r in rules if r != "ACP000")
                 note = f"schemas not installed, ACP000 (schema validation) not run: {error}"
-        target = scope(db, str(cid))
-        checker = Checker(
-            book, rules=rules, protocol_version=target.protocol_version, connection_id=cid
-        )
-        found, count = [], 0
-        for record in frames(db, target):
-            count += 1
-            found += checker.observe(record)
-        found += checker.finish()
-        checked = [Checked(cid, target.label, target.protocol_version, count, found)]
+        checked = [check_scope(db, connection_scope(db, cid), book, rules)]
         document: dict[str, Any] = _json(
             render_json(checked, sorted(rules), book.source if book else None)
         )
@@ -400,15 +392,12 @@ class Library:
     ) -> dict[str, Any]:
         """The first divergence of two recordings (or sessions), as ``diff --format json``."""
         from acp_proxy.check.report import render_diff_json
-        from acp_proxy.protocol.diffing import compare, items
-        from acp_proxy.protocol.normalize import parse_path
-        from acp_proxy.store.frames import frames
+        from acp_proxy.check.scope_diff import check_ignore, diff_scopes
 
-        for path in ignore:
-            try:
-                parse_path(path)
-            except ValueError as error:
-                raise ToolMistake(f"ignore: {error}") from error
+        try:
+            check_ignore(ignore)
+        except ValueError as error:
+            raise ToolMistake(f"ignore: {error}") from error
         sides = []
         for ref in (a, b):
             try:
@@ -419,9 +408,9 @@ class Library:
             session = target.session_id
             if session is not None:
                 session = self.copies.redact_text(session)
-            copy = Scope(cid, session, target.protocol_version, target.label)
-            sides.append(items(frames(db, copy), strict=strict, ignore=ignore))
-        document = _json(render_diff_json(compare(sides[0], sides[1])))
+            sides.append((db, Scope(cid, session, target.protocol_version, target.label)))
+        compared = diff_scopes(sides[0], sides[1], strict=strict, ignore=ignore)
+        document = _json(render_diff_json(compared.diff))
         return self._bounded(document)
 
     # --- conversation, method_stats ------------------------------------------------------
@@ -482,25 +471,8 @@ def _one_turn(view: Any, turn: Any) -> Any:
     return dataclasses.replace(view, sessions=(narrowed,), events=())
 
 
-def _loads(text: Any) -> Any:
-    if not isinstance(text, str):
-        return text
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return text
-
-
-def _loads_bytes(raw: bytes) -> Any:
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def _error_of(raw: bytes) -> Any:
-    value = _loads_bytes(raw) or {}
+    value = json_object(raw) or {}
     error = value.get("error")
     return shrink_value(error, 1024)
 

@@ -1,6 +1,8 @@
 """Sans-I/O: recorded text made safe to show, by ``visible``, the one function every output calls.
 
 Rules:
+- The ground floor: every layer (inspect/, check/, share/, serve/, cli/, stderr.py) imports
+  this module, and it imports nothing of the project.
 - Recorded text is data. Before any of it reaches a terminal (``show``, ``tail``, ``ls``,
   ``stats``, ``check``, ``diff``, the demo summary, the proxy's own stderr lines, Markdown and
   HTML written to stdout), every character a terminal or a text renderer would act on is
