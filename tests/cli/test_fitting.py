@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from acp_proxy.store.database import NewConnection, RecordingWriter, connect
+from acp_proxy.store.database import connect
+from acp_proxy.store.writer import NewConnection, RecordingWriter
 from tests.support.fixtures_acp import update
 from tests.support.helpers import A2C, C2A, line, observe_all
 
