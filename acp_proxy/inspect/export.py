@@ -7,6 +7,9 @@ Rules:
   ``raw_base64``. ``store_import`` reads it back to identical rows and bytes. A redacted
   export (redact.py) adds ``"redaction"`` to the header and ``"redacted"`` (JSON paths) to the
   frames it changed; both are information only and never imported.
+- Every line is JSON with no raw control character (``display.json_line``: C1 controls, DEL
+  and bidirectional controls written as ``\\uXXXX``): a terminal showing it is never driven by
+  it, and every value, ``raw`` included, reads back exactly as recorded.
 - Markdown and HTML are built from the transcript model, so they read every frame once; HTML
   reads them a second time for its frame timeline. Everything streams to ``out``.
 - ``progress`` is called with the number of frames handled since the last call (for a bar).
@@ -20,6 +23,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from acp_proxy.display import json_line
 from acp_proxy.inspect.transcript.model import Transcript
 from acp_proxy.inspect.transcript.values import TranscriptView
 from acp_proxy.store import readers as store_read
@@ -44,7 +48,7 @@ def jsonl_lines(
             k: v for k, v in store_read.connection_record(db, connection_id).items() if k != "id"
         },
     }  # fmt: skip
-    yield orjson.dumps(header) + b"\n"
+    yield json_line(orjson.dumps(header)) + b"\n"
     for record in store_read.export_rows(db, connection_id):
         yield frame_line(record)
         progress(1)
@@ -59,7 +63,7 @@ def frame_line(record: dict[str, Any], redacted: list[str] | None = None) -> byt
         record["raw_base64"] = base64.b64encode(raw).decode()
     if redacted:
         record["redacted"] = redacted
-    return orjson.dumps(record) + b"\n"
+    return json_line(orjson.dumps(record)) + b"\n"
 
 
 def transcript_of(

@@ -27,6 +27,7 @@ from typing import IO, Any, BinaryIO
 import orjson
 
 from acp_proxy import __version__
+from acp_proxy.display import json_line
 from acp_proxy.errors import AcpProxyError, UnreadableRecording
 from acp_proxy.inspect.export import FORMAT, FORMAT_VERSION, frame_line
 from acp_proxy.share.redact import Redactor
@@ -95,7 +96,7 @@ def redacted_export(
             "format": FORMAT, "version": FORMAT_VERSION, "connection": connection,
             "redaction": redaction_summary(redactor, changed_frames, changed_connection),
         }  # fmt: skip
-        line = orjson.dumps(header) + b"\n"
+        line = json_line(orjson.dumps(header)) + b"\n"
         leaks = verifier.jsonl_line("jsonl", 1, line) + leaks
         out.write(line)
         spool.seek(0)
