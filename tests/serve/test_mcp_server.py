@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
+from tests.support.helpers import C2A, write_recording
+
 pytestmark = [pytest.mark.peers, pytest.mark.timeout(180)]
 
 SECRET = "ghp_" + "Zq8Lm2Xv7Np4Rt6Wy1Bc3Df5Gh9Jk0Ls2Mn4P"[:36]
@@ -219,3 +221,49 @@ def test_bundles_and_exports_are_served_too(demo_db: Path, tmp_path: Path) -> No
     assert {h["connection"] for h in results[1]["hits"]} == {1, 2}
     assert results[2]["label"] == "two"
     assert SECRET not in json.dumps(results)
+
+
+BACKTRACKER = "(a+)+$"  # exponential for a backtracking engine on a line of a's and one '!'
+
+
+@pytest.fixture
+def backtracking_db(tmp_path: Path) -> Path:
+    db = tmp_path / "recordings.sqlite"
+    write_recording(db, [(C2A, b'{"x":"' + b"a" * 30 + b'!"}\n')], label="short")
+    return db
+
+
+@pytest.mark.timeout(60)
+def test_a_backtracking_regex_neither_freezes_search_nor_other_tools(
+    backtracking_db: Path,
+) -> None:
+    async def both() -> tuple[Any, Any]:
+        server = StdioServerParameters(
+            command=sys.executable, args=["-m", "acp_proxy", "mcp", "--db", str(backtracking_db)]
+        )
+        async with Client(server) as client:
+            search = asyncio.ensure_future(
+                client.call_tool("search", {"pattern": BACKTRACKER, "regex": True})
+            )
+            listed = await client.call_tool("list_recordings", {})
+            return await search, listed
+
+    searched, listed = asyncio.run(both())
+    assert not searched.is_error, searched.content
+    assert searched.structured_content["hits"] == []
+    assert [r["label"] for r in listed.structured_content["recordings"]] == ["short"]
+
+
+def test_a_pattern_re2_refuses_is_a_clear_tool_error(backtracking_db: Path) -> None:
+    async def ask() -> Any:
+        server = StdioServerParameters(
+            command=sys.executable, args=["-m", "acp_proxy", "mcp", "--db", str(backtracking_db)]
+        )
+        async with Client(server) as client:
+            return await client.call_tool("search", {"pattern": r"(a)\1", "regex": True})
+
+    result = asyncio.run(ask())
+    assert result.is_error
+    said = " ".join(getattr(c, "text", "") for c in result.content)
+    assert "backreferences" in said, said
+    assert "Traceback" not in said
