@@ -8,7 +8,8 @@ Rules:
 - A frame is parsed and walked only when its bytes hold a trigger of some rule; only changed
   frames are serialized again (compact JSON, same line ending): the others keep their exact
   bytes. Non-JSON lines are redacted as text (bytes that are not UTF-8 stay as they were).
-- What is redacted: every string a ``secrets.Finder`` detector matches; every string under a
+- What is redacted: every string a ``secrets.Finder`` detector matches (in the frame's bytes
+  and in every text column of its row, changed bytes or not); every string under a
   member whose key looks secret (``apiKey``, ``token``, ``password`` ...); ``env`` and
   ``headers`` entries whose name looks secret; every parameter of ``authenticate`` /
   ``auth/login`` but ``methodId``; base64 terminal output is decoded, redacted and encoded
@@ -88,14 +89,17 @@ class Redactor:
         body = raw.rstrip(b"\r\n")
         ending = raw[len(body) :]
         new_body, paths = self._body(body, record.get("method"))
+        if not self._detect:
+            # Every column, whether or not the body changed: a response's session id comes
+            # from its request, so a secret in it need not be in the response's own bytes.
+            for column in (*TEXT_COLUMNS, "rpc_id"):
+                if isinstance(record.get(column), str):
+                    record[column] = self.text(record[column])
         if new_body is None or self._detect:
             return paths
         record["raw"] = new_body + ending
         record["size"] = len(record["raw"])
         self._shift[direction] = self._shift.get(direction, 0) + len(record["raw"]) - len(raw)
-        for column in (*TEXT_COLUMNS, "rpc_id"):
-            if isinstance(record.get(column), str):
-                record[column] = self.text(record[column])
         return paths
 
     def _unchanged(self, body: bytes, method: str | None) -> bool:

@@ -193,3 +193,32 @@ def test_patterns_re2_refuses_are_mistakes(db_path: Path) -> None:
     for pattern in (r"(a)\1", "(?=a)", "(?<!a)b", "("):
         with pytest.raises(ToolMistake, match="RE2"):
             library(db_path).search(pattern, regex=True)
+
+
+def test_a_result_still_holding_a_secret_is_withheld(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last gate: whatever a tool returns is verified, through the real MCP client."""
+    import asyncio
+
+    from mcp import Client
+
+    from acp_proxy.serve.mcp.server import build_server
+
+    write_recording(db_path, V1_CONVERSATION, label="one")
+    lib = library(db_path)
+    with pytest.raises(ToolMistake, match="withheld"):
+        lib.verified({"note": f"key {SECRET}"})
+    assert lib.verified({"note": "nothing"}) == {"note": "nothing"}
+    monkeypatch.setattr(lib, "method_stats", lambda ref: {"id": 1, "note": f"key {SECRET}"})
+
+    async def ask() -> Any:
+        async with Client(build_server(lib)) as client:
+            return await client.call_tool("method_stats", {"ref": "one"})
+
+    result = asyncio.run(ask())
+    assert result.is_error
+    said = " ".join(getattr(c, "text", "") for c in result.content)
+    assert "withheld" in said
+    assert SECRET not in said
+    assert SECRET not in str(result.structured_content)

@@ -267,3 +267,51 @@ def test_a_pattern_re2_refuses_is_a_clear_tool_error(backtracking_db: Path) -> N
     said = " ".join(getattr(c, "text", "") for c in result.content)
     assert "backreferences" in said, said
     assert "Traceback" not in said
+
+
+SESSION_WITH_TOKEN = f"sess-{SECRET}"
+HALF = len(SECRET) // 2
+
+
+def _leaky_recording(db: Path) -> None:
+    """A session id holding a token, and a token split over two message chunks."""
+    from tests.support.fixtures_acp import update
+    from tests.support.helpers import A2C, line
+
+    session = SESSION_WITH_TOKEN
+    write_recording(db, [
+        (C2A, line({"jsonrpc": "2.0", "id": 1, "method": "session/new",
+                    "params": {"cwd": "/w", "mcpServers": []}})),
+        (A2C, line({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": session}})),
+        (C2A, line({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {
+            "sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}})),
+        (A2C, update(session, {"sessionUpdate": "agent_message_chunk", "messageId": "m1",
+                               "content": {"type": "text", "text": f"use {SECRET[:HALF]}"}})),
+        (A2C, update(session, {"sessionUpdate": "agent_message_chunk", "messageId": "m1",
+                               "content": {"type": "text", "text": f"{SECRET[HALF:]} now"}})),
+        (A2C, line({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}})),
+    ], label="leaky")  # fmt: skip
+
+
+def test_no_column_and_no_joined_text_leaks_a_secret(tmp_path: Path) -> None:
+    db = tmp_path / "recordings.sqlite"
+    _leaky_recording(db)
+    calls: Calls = [
+        ("list_recordings", {}), ("recording_summary", {"ref": "leaky"}),
+        ("frames", {"ref": "leaky"}), ("frame", {"ref": "leaky", "seq": 6}),
+        ("conversation", {"ref": "leaky"}), ("search", {"pattern": "end_turn"}),
+        ("check", {"ref": "leaky"}), ("method_stats", {"ref": "leaky"}),
+        ("diff", {"a": "leaky", "b": "leaky"}),
+    ]  # fmt: skip
+    _, results, _ = call_all(["--db", str(db)], calls)
+    shown = json.dumps(results)
+    assert SECRET not in shown
+    summary, frames, conversation = results[1], results[2], results[4]
+    assert summary["sessions"][0]["session_id"] == "sess-[redacted:github-token:1]"
+    assert {f.get("session_id") for f in frames["frames"]} <= {
+        None, "sess-[redacted:github-token:1]"
+    }  # fmt: skip
+    assert "use [redacted:github-token:1] now" in conversation["markdown"]  # the same value
+    # Without redaction the same calls do hand the token over (or the test could not fail).
+    _, plain, _ = call_all(["--db", str(db), "--no-redact"], calls[1:3])
+    assert SESSION_WITH_TOKEN in json.dumps(plain)

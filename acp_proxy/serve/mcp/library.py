@@ -7,6 +7,8 @@ Rules:
 - The same code as the commands: frames as ``show --json`` writes them, findings as
   ``check --format json``, divergences as ``diff --format json``, latency from
   ``protocol.latency`` (nearest-rank percentiles), transcripts as ``export --format markdown``.
+- Every result is verified before it leaves (``verified``: the redaction detectors run
+  afresh on it); one that still holds something secret-looking is withheld.
 - Every result fits in ``max_bytes`` of JSON (bounds.py): lists are paged (a ``next`` value to
   pass back as the cursor), long texts are cut (an ``offset`` to continue at).
 - A mistake of the caller (an unknown REF, a bad pattern or rule) is a ``ToolMistake`` with a
@@ -82,6 +84,17 @@ class Library:
         if not isinstance(info, dict):
             return None
         return {k: info.get(k) for k in ("name", "title", "version") if k in info}
+
+    def verified(self, result: dict[str, Any]) -> dict[str, Any]:
+        """``result`` if nothing in it looks secret; else a ``ToolMistake`` (never the secret)."""
+        leaks = self.copies.leaks(result)
+        if leaks:
+            where = ", ".join(sorted({f"{leak.kind} at {leak.where}" for leak in leaks})[:3])
+            raise ToolMistake(
+                f"result withheld: {len(leaks)} thing(s) in it still look secret ({where}); "
+                "ask for less (a narrower filter, another page) and report this as a bug"
+            )
+        return result
 
     # --- list_recordings -----------------------------------------------------------------
 
@@ -416,7 +429,9 @@ class Library:
         found += checker.finish()
         checked = [Checked(cid, target.label, target.protocol_version, count, found)]
         document: dict[str, Any] = _json(
-            render_json(checked, sorted(rules), book.source if book else None)
+            render_json(
+                checked, sorted(rules), self.copies.redact_text(book.source) if book else None
+            )
         )
         if note:
             document["note"] = note
@@ -471,7 +486,7 @@ class Library:
                     f"{len(turns)} (or leave it out for the whole conversation)"
                 )
             view = _one_turn(view, turns[turn - 1])
-        text = render_markdown(view, row)
+        text = self.copies.redact_text(render_markdown(view, row), source_id)
         piece, next_offset = cut_text(text, offset, max(self.max_bytes // 2, 1024))
         return {
             "id": source_id, "turn": turn, "turns": len(turns), "markdown": piece,

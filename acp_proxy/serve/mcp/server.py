@@ -4,6 +4,7 @@ Rules:
 - The only module that imports ``mcp``. Each tool is a thin call into ``Library``; a
   ``ToolMistake`` becomes the SDK's ``ToolError`` (an error result the model reads), anything
   else the SDK's generic failure (logged on stderr, never shown to the model).
+- Every result passes ``Library.verified`` (redaction checked afresh) before it is returned.
 - Every tool is annotated read-only, idempotent, not destructive and closed-world.
 - Tools run on the SDK's worker threads, never on its event loop. They read the shared
   SQLite connections one at a time (``Library.lock``); ``search`` takes that lock itself
@@ -14,7 +15,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -23,8 +24,6 @@ from pydantic import Field
 
 from acp_proxy import __version__
 from acp_proxy.serve.mcp.library import Library, ToolMistake
-
-T = TypeVar("T")
 
 INSTRUCTIONS = """\
 Recordings of Agent Client Protocol (ACP) conversations between a client (an editor) and a
@@ -85,12 +84,12 @@ def build_server(library: Library) -> MCPServer:
         log_level="WARNING",
     )
 
-    def call(work: Callable[[], T], *, exclusive: bool = True) -> T:
+    def call(work: Callable[[], Result], *, exclusive: bool = True) -> Result:
         try:
             if not exclusive:
-                return work()
+                return library.verified(work())
             with library.lock:
-                return work()
+                return library.verified(work())
         except ToolMistake as error:
             raise ToolError(str(error)) from error
 
