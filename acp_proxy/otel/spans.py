@@ -34,6 +34,7 @@ from typing import Any, Protocol
 import orjson
 
 from acp_proxy.protocol import acp
+from acp_proxy.protocol.depth import walkable
 
 AttributeValue = str | bool | int | float | tuple[str, ...]
 Attributes = dict[str, AttributeValue]
@@ -184,10 +185,7 @@ def parse_traceparent(value: Any) -> SpanRef | None:
 
 
 def _loads(raw: bytes | bytearray) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
+    return walkable(raw)
 
 
 def _json(value: Any) -> str:

@@ -12,6 +12,8 @@ Rules:
   correlator: the observer owns one per connection and every reader gets its verdict from there.
 - A message with both ``result`` and ``error`` is an ``error`` (JSON-RPC 2.0 forbids both; the
   error member is the one that says the call failed).
+- JSON of any depth is classified (protocol/depth.py): a frame valid but nested too deep to
+  walk is a message like any other, its deepest values cut from the parsed value only.
 - This module knows no process, clock or database.
 """
 
@@ -25,6 +27,8 @@ from enum import StrEnum
 from typing import Any, NamedTuple
 
 import orjson
+
+from acp_proxy.protocol.depth import bounded, too_deep
 
 JsonId = str | int | float | None
 
@@ -207,8 +211,19 @@ def decode(raw: bytes | bytearray) -> tuple[Any, Unparseable | None]:
     """Parse one line as JSON. Returns ``(value, None)`` or ``(None, Unparseable)``.
 
     Large frames are parsed as a skeleton when that is possible (same envelope, long plain
-    strings emptied); anything the skeleton cannot settle goes to the full parsers.
+    strings emptied); anything the skeleton cannot settle goes to the full parsers. A frame
+    nesting deeper than ``depth.WALK_DEPTH`` is valid or not as JSON says, and its value is
+    cut at that depth (``depth.bounded``): no reader ever walks deeper.
     """
+    if too_deep(raw):
+        value = bounded(raw)
+        if value is not None:
+            return value, None
+        try:
+            bytes(raw).decode("utf-8")
+        except UnicodeDecodeError:
+            return None, Unparseable("not UTF-8", bad_utf8=True)
+        return None, Unparseable("not JSON", bad_utf8=False)
     if len(raw) >= SKELETON_MIN_SIZE:
         outline = skeleton(raw)
         if outline is not None:

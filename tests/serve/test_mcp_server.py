@@ -315,3 +315,28 @@ def test_no_column_and_no_joined_text_leaks_a_secret(tmp_path: Path) -> None:
     # Without redaction the same calls do hand the token over (or the test could not fail).
     _, plain, _ = call_all(["--db", str(db), "--no-redact"], calls[1:3])
     assert SESSION_WITH_TOKEN in json.dumps(plain)
+
+
+def test_every_tool_answers_on_json_nested_without_limit(tmp_path: Path) -> None:
+    from tests.support.helpers import line
+
+    db = tmp_path / "recordings.sqlite"
+    for levels in (300, 1000, 5000):
+        nested = "[" * levels + json.dumps(f"key {SECRET}") + "]" * levels
+        write_recording(db, [
+            (C2A, line({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                        "params": {"protocolVersion": 1}})),
+            (C2A, f'{{"jsonrpc":"2.0","method":"x/deep","params":{{"v":{nested}}}}}\n'.encode()),
+        ], label=f"d{levels}")  # fmt: skip
+    calls: Calls = [("list_recordings", {}), ("search", {"pattern": "key"})]
+    for ref in ("d300", "d1000", "d5000"):
+        calls += [
+            ("recording_summary", {"ref": ref}), ("frames", {"ref": ref}),
+            ("frame", {"ref": ref, "seq": 2}), ("conversation", {"ref": ref}),
+            ("check", {"ref": ref}), ("method_stats", {"ref": ref}),
+            ("diff", {"a": ref, "b": "d300"}),
+        ]  # fmt: skip
+    _, results, _ = call_all(["--db", str(db)], calls)
+    assert SECRET not in json.dumps(results)
+    frames = [r for r, (name, _) in zip(results, calls, strict=True) if name == "frames"]
+    assert all(f["frames"][1]["kind"] == "notification" for f in frames)

@@ -21,6 +21,7 @@ from acp_proxy.display import json_visible, visible
 from acp_proxy.inspect.render import words as present
 from acp_proxy.inspect.render.style import style
 from acp_proxy.inspect.transcript.values import PromptTurn
+from acp_proxy.protocol.depth import walkable
 from acp_proxy.store.values import ConnectionRow, FrameRow
 
 PREVIEW = 100
@@ -31,10 +32,7 @@ KIND_COLOURS = {"error": "red", "unparseable": "red", "invalid": "red", "respons
 
 
 def _parse(raw: bytes) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
+    return walkable(raw)  # None (shown as text) when not JSON or too deep to walk
 
 
 def _cut(text: str, width: int = PREVIEW) -> str:

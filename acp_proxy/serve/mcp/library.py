@@ -33,6 +33,7 @@ from acp_proxy.inspect.render.hits import hit_record
 from acp_proxy.inspect.render.text import frame_json
 from acp_proxy.inspect.render.words import wall
 from acp_proxy.inspect.since import since_ns
+from acp_proxy.protocol.depth import walkable
 from acp_proxy.protocol.latency import by_method
 from acp_proxy.serve.mcp.bounds import cut_text, fit_items, shrink_value, size
 from acp_proxy.serve.mcp.copies import Copies
@@ -534,10 +535,7 @@ def _loads(text: Any) -> Any:
 
 
 def _loads_bytes(raw: bytes) -> Any:
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
+    value = walkable(raw)
     return value if isinstance(value, dict) else None
 
 

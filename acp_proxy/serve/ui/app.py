@@ -27,6 +27,7 @@ from starlette.staticfiles import StaticFiles
 from acp_proxy import __version__
 from acp_proxy.errors import AcpProxyError, UnknownRecording
 from acp_proxy.inspect.render import words
+from acp_proxy.protocol.depth import walkable
 from acp_proxy.serve.ui import events, present
 from acp_proxy.serve.ui.state import Inspector
 from acp_proxy.store import readers as store_read
@@ -256,10 +257,7 @@ def _detail(inspector: Inspector, cid: int, seq: int) -> dict[str, Any] | None:
     shown = raw[:SHOWN_BYTES]
     value: Any = None
     if found["direction"] != "stderr" and len(raw) <= TREE_BYTES:
-        try:
-            value = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            value = None
+        value = walkable(raw)  # None when too deep to walk: the page shows the bytes
     out: dict[str, Any] = {
         "frame": present.frame_summary(found), "segments": present.segments(shown),
         "truncated": len(raw) - len(shown), "json": value,

@@ -15,8 +15,6 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
 from acp_proxy.inspect.render import words
 from acp_proxy.inspect.transcript.values import (
     Call,
@@ -35,6 +33,7 @@ from acp_proxy.inspect.transcript.values import (
     TurnMark,
     UnknownUpdate,
 )
+from acp_proxy.protocol.depth import walkable
 
 PREVIEW_CHARS = 160
 RUN_TEXT_CHARS = 2000
@@ -82,10 +81,7 @@ def _cut(text: str, width: int = PREVIEW_CHARS) -> str:
 def _parse(head: bytes, size: int) -> Any:
     if len(head) < size - 1:  # only the first bytes were read
         return None
-    try:
-        return orjson.loads(head)
-    except orjson.JSONDecodeError:
-        return None
+    return walkable(head)
 
 
 def chunk_text(update: Mapping[str, Any]) -> str:
