@@ -7,9 +7,10 @@ Rules:
   deeper is *too deep*: it is valid or not like any other, but it is never walked.
 - Everything here is iterative: a text of any depth is measured, checked and cut in time
   linear in its length, with no recursion and no parser's depth limit.
-- ``nesting`` counts only brackets outside strings; when there are not more brackets than
-  ``WALK_DEPTH`` in all, the text cannot be too deep and is not scanned (the common case,
-  two counts in C).
+- Only brackets outside strings count; when there are not more brackets than ``WALK_DEPTH``
+  in all, the text cannot be too deep and is not scanned (the common case, two counts in C).
+  Otherwise ``too_deep`` still works in C: strings are cut out and innermost bracket pairs
+  removed, one level a pass.
 - ``bounded`` gives the value of a too-deep text with every value nested deeper than
   ``WALK_DEPTH`` replaced by the string ``DEEP_MARK``: the levels above (the JSON-RPC
   envelope, a method, a session id) read as they are; what is below is only in the bytes.
@@ -27,9 +28,9 @@ import orjson
 WALK_DEPTH = 128
 DEEP_MARK = "[nested too deep]"
 
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_BRACKETS = bytes(range(256)).translate(None, b"[]{}")  # every byte but the brackets
-_STEP = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+_NOT_MARKS = bytes(range(256)).translate(None, b'[]{}"')  # every byte but brackets, quotes
+_PARENTHESES = bytes.maketrans(b"[{]}", b"(())")
+_STEP = bytes.maketrans(b"()", b"\x01\xff")
 _TOKEN = re.compile(
     rb"[ \t\r\n]*(?:"
     rb'(?P<string>"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*")'
@@ -40,18 +41,43 @@ _TOKEN = re.compile(
 _SPACE = re.compile(rb"[ \t\r\n]*")
 
 
+def _brackets(text: bytes | bytearray) -> bytes:
+    """The brackets of ``text`` outside its strings, as ``(`` and ``)``, all in C: escapes are
+    dropped, then everything but quotes and brackets; two quotes side by side go (an empty
+    string, or one string's end and the next one's start: what lies between stays inside a
+    string), and of what is left every other quoted piece is inside a string."""
+    plain = bytes(text)
+    if b"\\" in plain:
+        plain = plain.replace(b"\\\\", b"").replace(b'\\"', b"")
+    marks = plain.translate(None, _NOT_MARKS).replace(b'""', b"")
+    outside = b"".join(marks.split(b'"')[::2]) if b'"' in marks else marks
+    return outside.translate(_PARENTHESES)
+
+
 def nesting(text: bytes | bytearray) -> int:
     """How deep ``text`` nests (brackets inside strings aside); at most its bracket count."""
     brackets = text.count(b"[") + text.count(b"{")
     if brackets <= WALK_DEPTH:
         return brackets
-    steps = _STRING.sub(b"", text).translate(None, _BRACKETS).translate(_STEP)
+    steps = _brackets(text).translate(_STEP)
     return max(accumulate((step if step < 128 else step - 256) for step in steps), default=0)
 
 
 def too_deep(text: bytes | bytearray) -> bool:
-    """Whether ``text`` nests deeper than ``WALK_DEPTH``."""
-    return nesting(text) > WALK_DEPTH
+    """Whether ``text`` nests deeper than ``WALK_DEPTH``.
+
+    Each pass removes the innermost pairs of brackets, so after ``WALK_DEPTH`` passes a pair
+    is left only where the text nests deeper (every pass runs in C).
+    """
+    if text.count(b"[") + text.count(b"{") <= WALK_DEPTH:
+        return False
+    brackets = _brackets(text)
+    for _ in range(WALK_DEPTH):
+        shorter = brackets.replace(b"()", b"")
+        if len(shorter) == len(brackets):
+            return False
+        brackets = shorter
+    return b"()" in brackets
 
 
 def bounded(text: bytes | bytearray) -> Any:

@@ -211,19 +211,10 @@ def decode(raw: bytes | bytearray) -> tuple[Any, Unparseable | None]:
     """Parse one line as JSON. Returns ``(value, None)`` or ``(None, Unparseable)``.
 
     Large frames are parsed as a skeleton when that is possible (same envelope, long plain
-    strings emptied); anything the skeleton cannot settle goes to the full parsers. A frame
-    nesting deeper than ``depth.WALK_DEPTH`` is valid or not as JSON says, and its value is
-    cut at that depth (``depth.bounded``): no reader ever walks deeper.
+    strings emptied); anything the skeleton cannot settle goes to the full parsers. A line
+    those parsers refuse for its depth alone is valid JSON all the same: it is checked token
+    by token and its value cut at ``depth.WALK_DEPTH`` (``depth.bounded``).
     """
-    if too_deep(raw):
-        value = bounded(raw)
-        if value is not None:
-            return value, None
-        try:
-            bytes(raw).decode("utf-8")
-        except UnicodeDecodeError:
-            return None, Unparseable("not UTF-8", bad_utf8=True)
-        return None, Unparseable("not JSON", bad_utf8=False)
     if len(raw) >= SKELETON_MIN_SIZE:
         outline = skeleton(raw)
         if outline is not None:
@@ -234,17 +225,34 @@ def decode(raw: bytes | bytearray) -> tuple[Any, Unparseable | None]:
     try:
         return orjson.loads(raw), None
     except orjson.JSONDecodeError as fast_error:
-        # orjson refuses a few things JSON allows (lone surrogate escapes); ask the strict
-        # standard parser before calling the line broken. This path only runs on odd input.
+        # orjson refuses a few things JSON allows (lone surrogate escapes, nesting past its
+        # limit); ask the strict parsers before calling the line broken. This path only runs
+        # on odd input.
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             return None, Unparseable("not UTF-8", bad_utf8=True)
+        if too_deep(raw):
+            value = bounded(raw)
+            if value is not None:
+                return value, None
+            return None, Unparseable(f"not JSON: {fast_error}", bad_utf8=False)
         try:
             return json.loads(text, parse_constant=_reject_constant), None
         except (ValueError, RecursionError):
             reason = "empty line" if not text.strip() else f"not JSON: {fast_error}"
             return None, Unparseable(reason, bad_utf8=False)
+
+
+def decode_for_reading(raw: bytes | bytearray) -> tuple[Any, Unparseable | None]:
+    """``decode`` for code that walks the value: one nesting deeper than ``WALK_DEPTH`` comes
+    back cut at that depth. The recorder's hot path reads only the envelope: it uses
+    ``decode``, and never pays for measuring the depth."""
+    if too_deep(raw):
+        value = bounded(raw)
+        if value is not None:
+            return value, None
+    return decode(raw)
 
 
 def _reject_constant(name: str) -> Any:

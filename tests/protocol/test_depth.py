@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_proxy.protocol.depth import DEEP_MARK, WALK_DEPTH, bounded, nesting, too_deep, walkable
-from acp_proxy.protocol.jsonrpc import Kind, classify_value, decode
+from acp_proxy.protocol.jsonrpc import Kind, classify_value, decode, decode_for_reading
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False)
@@ -26,7 +26,9 @@ def deep(levels: int, inner: str = '"x"') -> bytes:
     """A notification whose params nest ``levels`` arrays deep (and objects every third)."""
     opened = "".join('{"k":' if i % 3 == 2 else "[" for i in range(levels))
     closed = "".join("}" if i % 3 == 2 else "]" for i in reversed(range(levels)))
-    return f'{{"jsonrpc":"2.0","method":"x/deep","params":{{"v":{opened}{inner}{closed}}}}}'.encode()
+    return (
+        f'{{"jsonrpc":"2.0","method":"x/deep","params":{{"v":{opened}{inner}{closed}}}}}'.encode()
+    )
 
 
 def _depth(value: Any) -> int:
@@ -76,17 +78,42 @@ def test_what_counts_as_json_is_what_json_says(text: str) -> None:
 
 @pytest.mark.parametrize("levels", [300, 1100, 100_000])
 def test_valid_deep_frames_are_messages_not_bad_json(levels: int) -> None:
-    value, failure = decode(deep(levels))
-    assert failure is None
-    message = classify_value(value)
-    assert message.kind is Kind.NOTIFICATION
+    for parse in (decode, decode_for_reading):
+        value, failure = parse(deep(levels))
+        assert failure is None
+        assert classify_value(value).kind is Kind.NOTIFICATION
+    value, _ = decode_for_reading(deep(levels))  # what readers walk
     assert _depth(value) <= WALK_DEPTH
 
 
-@pytest.mark.parametrize("broken", [deep(2000)[:-1], deep(2000).replace(b'"x"', b"x"),
-                                    deep(2000) + b"]", deep(2000).replace(b'"x"', b'"\xff"')])
+@pytest.mark.parametrize(
+    "broken",
+    [
+        deep(2000)[:-1],
+        deep(2000).replace(b'"x"', b"x"),
+        deep(2000) + b"]",
+        deep(2000).replace(b'"x"', b'"\xff"'),
+    ],
+)
 def test_broken_deep_frames_are_unparseable(broken: bytes) -> None:
-    value, failure = decode(broken)
-    assert value is None
-    assert failure is not None
-    assert failure.bad_utf8 == (b"\xff" in broken)
+    for parse in (decode, decode_for_reading):
+        value, failure = parse(broken)
+        assert value is None
+        assert failure is not None
+        assert failure.bad_utf8 == (b"\xff" in broken)
+
+
+TRICKY = st.recursive(
+    st.text(alphabet='[]{}"\\ax', max_size=6) | st.integers(0, 9),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.text(alphabet='[]{}"\\k', max_size=3), inner, max_size=3),
+    max_leaves=12,
+)  # fmt: skip
+
+
+@given(TRICKY, st.integers(min_value=0, max_value=WALK_DEPTH + 4))
+def test_too_deep_sees_through_brackets_quotes_and_escapes_in_strings(
+    value: Any, extra: int
+) -> None:
+    text = b"[" * extra + orjson.dumps(value) + b"]" * extra
+    assert too_deep(text) == (_depth(value) + extra > WALK_DEPTH)
