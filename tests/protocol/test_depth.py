@@ -15,8 +15,8 @@ from acp_proxy.protocol.depth import DEEP_MARK, WALK_DEPTH, bounded, nesting, to
 from acp_proxy.protocol.jsonrpc import Kind, classify_value, decode, decode_for_reading
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
     max_leaves=30,
 )  # fmt: skip
