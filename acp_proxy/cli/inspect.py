@@ -71,7 +71,8 @@ def filter_options(function: F) -> F:
                      "error, stderr ...) or update kind (agent_message_chunk ...)."),
         click.option("--direction", type=click.Choice(sorted(store_read.DIRECTIONS)),
                      help="Only frames going this way (client = c2a, agent = a2c)."),
-        click.option("--grep", help="Only frames whose raw bytes contain TEXT (case-sensitive)."),
+        click.option("--grep", "text", metavar="TEXT", help="Only frames whose raw bytes contain "
+                     "TEXT (ASCII letters match either case)."),
     ]  # fmt: skip
     for option in reversed(options):
         function = option(function)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from acp_proxy.display import visible
 from acp_proxy.inspect.render.words import peer
-from acp_proxy.store.database import ConnectionSummary
+from acp_proxy.store.summary import ConnectionSummary
 
 
 def _ending(summary: ConnectionSummary) -> str:

@@ -141,14 +141,3 @@ def _cut(text: bytes) -> bytes | None:
     if stack or expect != "after" or rest is None or rest.end() != end:
         return None
     return b"".join([*out, text[kept:]])
-
-
-def walkable(raw: bytes | bytearray) -> Any:
-    """The JSON value of ``raw`` for code that walks it, or None when it is not JSON or is too
-    deep to walk (show its bytes instead, made visible)."""
-    if too_deep(raw):
-        return None
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None

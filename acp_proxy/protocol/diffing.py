@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from acp_proxy.protocol.depth import walkable
+from acp_proxy.protocol.decode import json_or_none
 from acp_proxy.protocol.normalize import Normalizer, canonical
 from acp_proxy.protocol.observer import FrameLike
 
@@ -68,7 +68,7 @@ def items(
         if strict:
             out[direction].append(Item(record.seq, direction, index, _raw(record.raw), None))
             continue
-        parsed = walkable(record.raw)
+        parsed = json_or_none(record.raw)
         if parsed is None and record.raw.strip() != b"null":  # not JSON, or too deep to walk
             out[direction].append(Item(record.seq, direction, index, _raw(record.raw), None))
             continue

@@ -20,7 +20,7 @@ from acp_proxy.check.schema_files import SchemasUnavailable
 from acp_proxy.check.schema_setup import obtain
 from acp_proxy.protocol.observer import FrameRecord
 from acp_proxy.stderr import Reporter
-from acp_proxy.store.database import StoredFinding
+from acp_proxy.store.writer import StoredFinding
 
 SCHEMA_RULE = "ACP000"
 

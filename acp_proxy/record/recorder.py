@@ -37,7 +37,8 @@ from acp_proxy.protocol.wire import LineSplitter
 from acp_proxy.record.chunk_queue import ChunkItem, ChunkQueue
 from acp_proxy.record.losses import Holes, Lost
 from acp_proxy.stderr import Reporter
-from acp_proxy.store.database import NewConnection, RecordingWriter, connect
+from acp_proxy.store.database import connect
+from acp_proxy.store.writer import NewConnection, RecordingWriter
 
 if TYPE_CHECKING:
     from acp_proxy.record.live_check import LiveCheck

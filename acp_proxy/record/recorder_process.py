@@ -161,7 +161,7 @@ def record_from_tap(
     from pathlib import Path
 
     from acp_proxy.record.recorder import Recorder
-    from acp_proxy.store.database import NewConnection
+    from acp_proxy.store.writer import NewConnection
 
     # The recorder makes no reference cycles; millions of short-lived rows would otherwise
     # trigger needless cyclic collections.

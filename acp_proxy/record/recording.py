@@ -102,17 +102,21 @@ class Recording:
         max_wait: float | None = None,
         otlp: dict[str, object] | None = None,
         client_argv: Sequence[str] | None = None,
+        remote_url: str | None = None,
     ) -> Recording:
         """Fork the recorder and tell it where and what to record.
 
         ``clock_origin`` is (monotonic, wall) ns at the connection's start; ``conversation_fds``
         are closed in the recorder (the agent's pipes); ``max_wait`` bounds how long ``put``
         may wait for the recorder (tap.py); ``otlp`` asks the recorder process to export spans
-        live (otel/live.py); ``client_argv`` is the client's command line, when known.
+        live (otel/live.py); ``client_argv`` is the client's command line, when known;
+        ``remote_url`` the remote agent a stdio recording bridges to (``record --connect``).
         """
         origin = clock_origin or (time.monotonic_ns(), time.time_ns())
         recorder = start_recorder_process(origin, report, conversation_fds, max_wait)
         connection = connection_settings(argv, started_ns or origin[1], label, client_argv)
+        if remote_url is not None:
+            connection["remote_url"] = remote_url
         recorder.tap.configure(db=str(db_path), check=check, connection=connection, otlp=otlp)
         return cls(recorder, str(db_path), connection, report)
 
@@ -176,7 +180,7 @@ class Recording:
         from pathlib import Path
 
         from acp_proxy.errors import RecordingError
-        from acp_proxy.store.database import update_by_uid
+        from acp_proxy.store.writer import update_by_uid
 
         try:
             update_by_uid(
@@ -191,7 +195,7 @@ class Recording:
         from pathlib import Path
 
         from acp_proxy.errors import RecordingError
-        from acp_proxy.store.database import connection_id_of_uid
+        from acp_proxy.store.writer import connection_id_of_uid
 
         try:
             return connection_id_of_uid(Path(self.db_path), self.uid)

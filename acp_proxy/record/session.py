@@ -111,7 +111,8 @@ def _start_ui(db_path: Path, report: Reporter) -> subprocess.Popen[bytes] | None
 def _record_spawn_failure(
     options: RecordOptions, error: str, started_ns: int, report: Reporter
 ) -> None:
-    from acp_proxy.store.database import NewConnection, RecordingWriter, connect
+    from acp_proxy.store.database import connect
+    from acp_proxy.store.writer import NewConnection, RecordingWriter
 
     new = NewConnection(**connection_settings(options.agent_argv, started_ns, options.label))
     try:

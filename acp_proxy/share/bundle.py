@@ -38,12 +38,13 @@ def run_checks(
     db: store_read.Database, connection_id: int, schema_dir: Path | None
 ) -> tuple[str, str, dict[str, Any]]:
     """``check`` on one connection: its text and JSON reports, and how it was checked."""
-    from acp_proxy.check.engine import Checker, select_rules
-    from acp_proxy.check.report import Checked, render_json, render_text
+    from acp_proxy.check.engine import select_rules
+    from acp_proxy.check.report import render_json, render_text
     from acp_proxy.check.schema_files import SchemasUnavailable, origin, origin_text
     from acp_proxy.check.schema_setup import obtain
+    from acp_proxy.check.scope_check import check_scope
     from acp_proxy.stderr import report
-    from acp_proxy.store.frames import frames, scope
+    from acp_proxy.store.refs import connection_scope
 
     how: dict[str, Any] = {"schemas": None, "skipped": []}
     source = None
@@ -59,18 +60,9 @@ def run_checks(
         rules = select_rules(ignore=["ACP000"])
         how["skipped"] = ["ACP000"]
         how["note"] = "schemas not installed (or not usable): ACP000 (schema validation) not run"
-    target = scope(db, str(connection_id))
-    checker = Checker(
-        book, rules=rules, protocol_version=target.protocol_version, connection_id=connection_id
-    )
-    findings, count = [], 0
-    for record in frames(db, target):
-        count += 1
-        findings += checker.observe(record)
-    findings += checker.finish()
-    checked = [Checked(connection_id, target.label, target.protocol_version, count, findings)]
+    checked = [check_scope(db, connection_scope(db, connection_id), book, rules)]
     how["rules"] = len(rules)
-    how["findings"] = len(findings)
+    how["findings"] = len(checked[0].findings)
     ordered = sorted(rules)
     return render_text(checked, ordered), render_json(checked, ordered, source), how
 

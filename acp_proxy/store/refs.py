@@ -118,10 +118,17 @@ def scope(
     return _scope(db, connection_id, ref if sessions else None)
 
 
+def connection_scope(db: sqlite3.Connection, connection_id: int) -> Scope:
+    """The whole of connection ``connection_id`` (``UnknownRecording`` when there is none)."""
+    return _scope(db, connection_id, None)
+
+
 def _scope(db: sqlite3.Connection, connection_id: int, session_ref: str | None) -> Scope:
     row = db.execute(
         "SELECT protocol_version, label, uid FROM connection WHERE id = ?", (connection_id,)
     ).fetchone()
+    if row is None:
+        raise UnknownRecording(f"no connection {connection_id}")
     session = None
     if session_ref is not None and session_ref not in (str(connection_id), row[1], row[2], "last"):
         hit = db.execute(

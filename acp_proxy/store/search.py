@@ -1,7 +1,7 @@
 """Searching recorded frames: the full-text index's catch-up, and both kinds of query.
 
 Rules:
-- Full text (the default) asks the FTS5 index (database.py, format 5) for the pattern as one
+- Full text (the default) asks the FTS5 index (schema.py, format 5) for the pattern as one
   phrase, case- and accent-insensitive, its last word a prefix (``permission den`` finds
   ``permission denied``). Every character of the pattern is taken literally: FTS5 operators,
   quotes and ``*`` are words or separators, never syntax. A pattern with no word in it at all
@@ -37,8 +37,9 @@ from typing import Any
 import re2
 
 from acp_proxy.errors import RecordingError
-from acp_proxy.store.database import connect, index_frames, write_transaction
+from acp_proxy.store.database import connect, write_transaction
 from acp_proxy.store.readers import DIRECTIONS, open_for_reading
+from acp_proxy.store.search_index import index_frames
 from acp_proxy.store.values import MARK_END, MARK_START, Hit
 
 CATCH_UP_BATCH = 5000

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from acp_proxy.store.database import NewConnection, RecordingWriter, connect
+from acp_proxy.store.database import connect
+from acp_proxy.store.writer import NewConnection, RecordingWriter
 from tests.support.cli import run
 from tests.support.helpers import C2A, line, observe_all
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from acp_proxy.store.database import NewConnection, RecordingWriter, connect
+from acp_proxy.store.database import connect
+from acp_proxy.store.writer import NewConnection, RecordingWriter
 from tests.support.fixtures_acp import V1_CONVERSATION
 from tests.support.helpers import observe_all
 

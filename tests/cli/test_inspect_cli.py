@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from acp_proxy.cli.main import main as cli
-from acp_proxy.store.database import NewConnection, RecordingWriter, connect
+from acp_proxy.store.database import connect
+from acp_proxy.store.writer import NewConnection, RecordingWriter
 from tests.support.cli import run
 from tests.support.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
 from tests.support.fixtures_transcript import V2_WALKTHROUGH
@@ -66,6 +67,9 @@ def test_show_filters(recorded: Path) -> None:
     assert seqs("v1", "--method", "session/*", "--direction", "client") == [4, 6, 10, 15]
     assert seqs("v1", "--kind", "agent_message_chunk") == [11]
     assert seqs("v1", "--grep", "Hello") == [11]
+    # The one case rule of every frame filter (the inspector's too): ASCII letters either case.
+    assert seqs("v1", "--grep", "hELLO") == [11]
+    assert seqs("v1", "--grep", "H_llo") == []  # LIKE's wildcards are plain characters
     assert seqs("v2", "--session", "sess_abc123def456", "--kind", "state_update") == [8, 20, 22, 26]
     assert seqs("v1", "--from", "10", "-n", "2") == [10, 11]  # inclusive
     assert seqs("v1", "--from", "10", "--to", "12") == [10, 11, 12]

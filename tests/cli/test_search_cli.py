@@ -13,7 +13,8 @@ import pytest
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.observer import ConnectionObserver
 from acp_proxy.protocol.wire import Frame, LineSplitter
-from acp_proxy.store.database import NewConnection, RecordingWriter, connect
+from acp_proxy.store.database import connect
+from acp_proxy.store.writer import NewConnection, RecordingWriter
 from tests.support.cli import run
 from tests.support.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
 from tests.support.helpers import A2C, C2A, line, write_recording

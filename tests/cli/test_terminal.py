@@ -17,7 +17,8 @@ from click.testing import CliRunner
 
 from acp_proxy.cli.main import main as cli
 from acp_proxy.cli.terminal import colour_wanted, pager_command
-from acp_proxy.store.database import NewConnection, RecordingWriter, connect
+from acp_proxy.store.database import connect
+from acp_proxy.store.writer import NewConnection, RecordingWriter
 from tests.support.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
 from tests.support.helpers import observe_all, write_recording
 

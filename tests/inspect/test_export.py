@@ -16,7 +16,8 @@ from acp_proxy.cli.main import main as cli
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.observer import ConnectionObserver
 from acp_proxy.protocol.wire import LineSplitter
-from acp_proxy.store.database import NewConnection, RecordingWriter, connect
+from acp_proxy.store.database import connect
+from acp_proxy.store.writer import NewConnection, RecordingWriter
 from tests.support.fixtures_acp import V1_CONVERSATION
 from tests.support.fixtures_transcript import V2_WALKTHROUGH
 from tests.support.helpers import A2C, C2A, ERR, line, write_recording

@@ -9,7 +9,9 @@ from click.testing import CliRunner
 from acp_proxy.cli.main import main as cli
 from acp_proxy.inspect.render import words
 from acp_proxy.inspect.summary import render_summary
-from acp_proxy.store.database import NewConnection, RecordingWriter, connect, summarize
+from acp_proxy.store.database import connect
+from acp_proxy.store.summary import summarize
+from acp_proxy.store.writer import NewConnection, RecordingWriter
 from tests.support.helpers import C2A, line, observe_all
 
 AGENT_ARGV = ["/opt/tools/bin/my-agent", "--acp", "--model", "a-very-long-model-name-indeed"]

@@ -213,7 +213,8 @@ def test_the_proxy_stderr_lines_make_quoted_text_visible() -> None:
 
 def test_the_demo_summary_makes_recorded_text_visible(hostile: Path) -> None:
     from acp_proxy.inspect.summary import render_summary
-    from acp_proxy.store.database import connect, summarize
+    from acp_proxy.store.database import connect
+    from acp_proxy.store.summary import summarize
 
     summary = render_summary(summarize(connect(hostile), 1), hostile)
     assert not CONTROL.findall(summary.encode())

@@ -36,7 +36,7 @@ from pathlib import Path
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.record.chunk_queue import ChunkQueue
 from acp_proxy.record.recorder import Recorder
-from acp_proxy.store.database import NewConnection
+from acp_proxy.store.writer import NewConnection
 from tests.perf import agent, client
 
 Chunk = tuple[Direction, bytes]

@@ -38,8 +38,9 @@ from acp_proxy.protocol.wire import Frame
 from acp_proxy.replay.engine import Options, Replay
 from acp_proxy.replay.match import Matcher
 from acp_proxy.replay.script import build
-from acp_proxy.store.database import NewConnection, RecordingWriter, connect
+from acp_proxy.store.database import connect
 from acp_proxy.store.replay_reads import load_script
+from acp_proxy.store.writer import NewConnection, RecordingWriter
 
 C2A, A2C = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
 

@@ -37,8 +37,9 @@ import orjson
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.observer import ConnectionObserver, FrameRecord
 from acp_proxy.protocol.wire import Frame
-from acp_proxy.store.database import NewConnection, RecordingWriter, connect
+from acp_proxy.store.database import connect
 from acp_proxy.store.search import SearchQuery, catch_up, index_state, search
+from acp_proxy.store.writer import NewConnection, RecordingWriter
 
 BATCH = 5000
 RARE = "zyzzogeton"

@@ -24,7 +24,8 @@ from pathlib import Path
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.observer import ConnectionObserver, FrameRecord
 from acp_proxy.protocol.wire import Frame
-from acp_proxy.store.database import NewConnection, RecordingWriter, connect
+from acp_proxy.store.database import connect
+from acp_proxy.store.writer import NewConnection, RecordingWriter
 
 FRAME = (
     b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":'

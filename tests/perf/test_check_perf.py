@@ -22,7 +22,8 @@ from click.testing import CliRunner
 from acp_proxy.cli.main import main
 from acp_proxy.protocol.observer import ConnectionObserver
 from acp_proxy.protocol.wire import LineSplitter
-from acp_proxy.store.database import NewConnection, RecordingWriter, connect
+from acp_proxy.store.database import connect
+from acp_proxy.store.writer import NewConnection, RecordingWriter
 from tests.support.fixtures_checks import S, req, res, state, upd, v2
 from tests.support.helpers import A2C, C2A
 

@@ -44,7 +44,7 @@ from typing import Any
 from acp_proxy.cli import entry
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.record import chunk_queue, recorder, tap
-from acp_proxy.store import database
+from acp_proxy.store import writer
 
 VARIANTS = ("as-built", "no-tap", "drop", "memory", "no-pause-work", "no-index")
 USAGE = (
@@ -86,10 +86,10 @@ def _no_pause_work() -> None:
 
 
 def _no_index() -> None:
-    def unindexed(self: database.RecordingWriter, limit: int | None = None) -> int:
+    def unindexed(self: writer.RecordingWriter, limit: int | None = None) -> int:
         return 0
 
-    database.RecordingWriter.index_pending = unindexed  # type: ignore[method-assign]
+    writer.RecordingWriter.index_pending = unindexed  # type: ignore[method-assign]
 
 
 def _report_reader_cpu(path: str) -> None:

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from acp_proxy.protocol.depth import DEEP_MARK, WALK_DEPTH, bounded, nesting, too_deep, walkable
+from acp_proxy.protocol.decode import json_or_none
+from acp_proxy.protocol.depth import DEEP_MARK, WALK_DEPTH, bounded, nesting, too_deep
 from acp_proxy.protocol.jsonrpc import Kind, classify_value, decode, decode_for_reading
 
 JSON = st.recursive(
@@ -46,7 +47,7 @@ def test_shallow_json_is_measured_and_kept(value: Any) -> None:
     text = orjson.dumps(value)
     assert nesting(text) >= _depth(value)
     assert not too_deep(text)
-    assert walkable(text) == value
+    assert json_or_none(text) == value
 
 
 @given(JSON, st.integers(min_value=WALK_DEPTH + 1, max_value=WALK_DEPTH * 4))
@@ -54,7 +55,7 @@ def test_deep_json_keeps_its_top_and_loses_only_what_is_too_deep(value: Any, lev
     nested = ("[" * levels + "1" + "]" * levels).encode()
     text = b'{"top":' + orjson.dumps(value) + b',"deep":' + nested + b"}"
     assert too_deep(text)
-    assert walkable(text) is None
+    assert json_or_none(text) is None
     cut = bounded(text)
     assert cut["top"] == value or _depth(value) + 1 > WALK_DEPTH
     assert _depth(cut) <= WALK_DEPTH

@@ -20,7 +20,8 @@ from acp_proxy.record import recorder as recorder_module
 from acp_proxy.record.chunk_queue import ChunkQueue
 from acp_proxy.record.losses import Lost
 from acp_proxy.record.recorder import Recorder
-from acp_proxy.store.database import NewConnection, connect
+from acp_proxy.store.database import connect
+from acp_proxy.store.writer import NewConnection
 
 C2A, A2C = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
 NEW = NewConnection(["agent"], "/", "test", 1, started_ns=10**18)

@@ -11,7 +11,7 @@ from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.observer import FrameRecord
 from acp_proxy.record.chunk_queue import ChunkQueue
 from acp_proxy.record.recorder import Recorder
-from acp_proxy.store.database import NewConnection
+from acp_proxy.store.writer import NewConnection
 
 LINES = [b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % n for n in range(5)]
 

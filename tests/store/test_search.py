@@ -1,4 +1,5 @@
-"""store/search.py and the index upkeep in database.py: what is indexed, catch-up, queries."""
+"""store/search.py and the index upkeep (search_index.py, writer.py): what is indexed,
+catch-up, queries."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acp_proxy.errors import RecordingError
-from acp_proxy.store import database
-from acp_proxy.store.database import NewConnection, RecordingWriter, connect
+from acp_proxy.store import schema
+from acp_proxy.store import writer as writer_module
+from acp_proxy.store.database import connect
 from acp_proxy.store.search import (
     BadPattern,
     SearchQuery,
@@ -20,6 +22,7 @@ from acp_proxy.store.search import (
     index_state,
     search,
 )
+from acp_proxy.store.writer import NewConnection, RecordingWriter
 from tests.support.fixtures_acp import V1_CONVERSATION
 from tests.support.helpers import A2C, C2A, ERR, line, observe_all, write_recording
 
@@ -154,7 +157,7 @@ def test_an_older_database_is_indexed_on_first_use(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite"
     old = sqlite3.connect(path, isolation_level=None)
     for version in range(3):
-        for statement in database._statements(database.MIGRATIONS[version]):
+        for statement in schema.statements(schema.MIGRATIONS[version]):
             old.execute(statement)
     old.execute("PRAGMA user_version = 3")
     old.close()
@@ -182,7 +185,7 @@ def test_an_index_failure_never_costs_a_frame(
         db.execute("INSERT INTO search_progress (connection_id, indexed_seq) VALUES (1, 99)")
         raise sqlite3.OperationalError("disk I/O error")
 
-    monkeypatch.setattr(database, "index_frames", broken)
+    monkeypatch.setattr(writer_module, "index_frames", broken)
     _, records = observe_all(V1_CONVERSATION)
     db = connect(db_path)
     writer = RecordingWriter.start(db, NewConnection(["a"], "/", "t", 1))

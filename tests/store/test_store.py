@@ -1,4 +1,5 @@
-"""store.py: schema, migrations, permissions, views, references and concurrent writers."""
+"""store/ (schema.py, database.py, writer.py): schema, migrations, permissions, views,
+references and concurrent writers."""
 
 from __future__ import annotations
 
@@ -10,15 +11,10 @@ from pathlib import Path
 import pytest
 
 from acp_proxy.errors import RecordingError, UnknownRecording
-from acp_proxy.store.database import (
-    _VIEWS,
-    MIGRATIONS,
-    SCHEMA_VERSION,
-    NewConnection,
-    RecordingWriter,
-    connect,
-)
+from acp_proxy.store.database import connect
 from acp_proxy.store.refs import resolve_ref
+from acp_proxy.store.schema import _VIEWS, MIGRATIONS, SCHEMA_VERSION
+from acp_proxy.store.writer import NewConnection, RecordingWriter
 from tests.support.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
 from tests.support.helpers import observe_all, write_recording
 

@@ -10,7 +10,8 @@ from typing import Any
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.observer import ConnectionObserver, FrameRecord
 from acp_proxy.protocol.wire import LineSplitter
-from acp_proxy.store.database import NewConnection, RecordingWriter, connect
+from acp_proxy.store.database import connect
+from acp_proxy.store.writer import NewConnection, RecordingWriter
 
 C2A, A2C, ERR = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT, Direction.AGENT_STDERR
 

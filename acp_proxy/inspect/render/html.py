@@ -35,7 +35,7 @@ from acp_proxy.inspect.transcript.values import (
     TurnMark,
     UnknownUpdate,
 )
-from acp_proxy.protocol.depth import walkable
+from acp_proxy.protocol.decode import json_or_none
 from acp_proxy.store.values import ConnectionRow, FrameRow
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
@@ -236,7 +236,7 @@ def _frame(frame: FrameRow, first_ns: int | None) -> str:
     what = [_e(frame.update_kind or ""), _e(frame.stop_reason or ""), _e(preview(frame))]
     if frame.latency_ns is not None:
         what.insert(0, f"({_e(present.duration(frame.latency_ns))})")
-    value = walkable(frame.raw)
+    value = json_or_none(frame.raw)
     if value is None and frame.raw.strip() != b"null":  # not JSON, or too deep: the bytes
         body = frame.raw.decode(errors="replace")
     else:

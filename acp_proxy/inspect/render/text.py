@@ -4,8 +4,8 @@ Rules:
 - Pure formatting: values in, strings out (styled with ANSI codes; ``click.echo`` drops
   the colour when the output is not a terminal).
 - One frame is one line (``frame_line``), so ``show`` and ``tail`` stream and ``grep`` works
-  on their output. Previews are cut at ``PREVIEW`` characters (on a terminal, to what its
-  width leaves) and never contain a newline.
+  on their output. Previews (preview.py, the same words as the inspector's) are cut at
+  ``PREVIEW`` characters (on a terminal, to what its width leaves) and never contain a newline.
 - ``frame_json`` is the machine-readable form of a frame (``--json``): one object per line.
 """
 
@@ -19,9 +19,10 @@ import orjson
 
 from acp_proxy.display import json_visible, visible
 from acp_proxy.inspect.render import words as present
+from acp_proxy.inspect.render.preview import cut, frame_preview, one_line
 from acp_proxy.inspect.render.style import style
 from acp_proxy.inspect.transcript.values import PromptTurn
-from acp_proxy.protocol.depth import walkable
+from acp_proxy.protocol.decode import json_or_none
 from acp_proxy.store.values import ConnectionRow, FrameRow
 
 PREVIEW = 100
@@ -31,51 +32,13 @@ DIRECTION_STYLE = {"c2a": ("c2a", "cyan"), "a2c": ("a2c", "green"), "stderr": ("
 KIND_COLOURS = {"error": "red", "unparseable": "red", "invalid": "red", "response": "blue"}
 
 
-def _parse(raw: bytes) -> Any:
-    return walkable(raw)  # None (shown as text) when not JSON or too deep to walk
-
-
 def _cut(text: str, width: int = PREVIEW) -> str:
-    text = " ".join(text.split())
-    text = text if len(text) <= width else text[: width - 1] + "…"
-    return visible(text)
-
-
-def _update_preview(update: dict[str, Any]) -> str:
-    for name in ("content", "summary"):
-        if name in update:
-            return present.content_text(update[name])
-    if "plan" in update or "entries" in update:
-        plan = update.get("plan", update)
-        entries = plan.get("entries") if isinstance(plan, dict) else None
-        return " | ".join(present.plan_line(e) for e in entries or [])
-    for name in ("title", "status", "state", "currentModeId"):
-        if isinstance(update.get(name), str):
-            extra = update.get("stopReason") or update.get("status") if name != "status" else None
-            return f"{update[name]}" + (f" {extra}" if isinstance(extra, str) else "")
-    if "used" in update:
-        return present.usage_text(update)
-    return ""
+    return visible(cut(one_line(text), width))
 
 
 def preview(frame: FrameRow) -> str:
-    """A short description of what the frame says, beyond its kind and method."""
-    if frame.direction == "stderr" or frame.kind == "unparseable":
-        return _cut(frame.raw.decode(errors="replace"))
-    value = _parse(frame.raw)
-    if not isinstance(value, dict):
-        return _cut(present.to_json(value)) if value is not None else ""
-    params = value.get("params")
-    if frame.update_kind is not None and isinstance(params, dict):
-        update = params.get("update")
-        return _cut(_update_preview(update)) if isinstance(update, dict) else ""
-    if "error" in value and isinstance(value["error"], dict):
-        return _cut(f"{value['error'].get('code')} {value['error'].get('message')}")
-    if isinstance(params, dict):
-        shown = {k: v for k, v in params.items() if k not in ("sessionId", "_meta")}
-        return _cut(present.to_json(shown)) if shown else ""
-    result = value.get("result")
-    return _cut(present.to_json(result)) if result not in (None, {}) else ""
+    """A short description of what the frame says, beyond its kind and method (preview.py)."""
+    return _cut(frame_preview(frame.raw, frame.direction, frame.kind))
 
 
 def _visible(parts: list[str]) -> int:
@@ -139,7 +102,7 @@ def frame_json(frame: FrameRow, first_ns: int | None) -> str:
         "latency_ms": None if frame.latency_ns is None else frame.latency_ns / 1e6,
         "flags": list(frame.flags),
     }  # fmt: skip
-    value = _parse(frame.raw) if frame.kind != "stderr" else None
+    value = json_or_none(frame.raw) if frame.kind != "stderr" else None
     if value is not None:
         record["message"] = value
     else:
@@ -151,7 +114,7 @@ def frame_json(frame: FrameRow, first_ns: int | None) -> str:
 
 
 def pretty_body(frame: FrameRow) -> str:
-    value = _parse(frame.raw) if frame.kind != "stderr" else None
+    value = json_or_none(frame.raw) if frame.kind != "stderr" else None
     body = (
         present.to_json(value, pretty=True)
         if value is not None

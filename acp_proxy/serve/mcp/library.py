@@ -33,12 +33,12 @@ from acp_proxy.inspect.render.hits import hit_record
 from acp_proxy.inspect.render.text import frame_json
 from acp_proxy.inspect.render.words import wall
 from acp_proxy.inspect.since import since_ns
-from acp_proxy.protocol.depth import walkable
+from acp_proxy.protocol.decode import column_value, json_object
 from acp_proxy.protocol.latency import by_method
 from acp_proxy.serve.mcp.bounds import cut_text, fit_items, shrink_value, size
 from acp_proxy.serve.mcp.copies import Copies
 from acp_proxy.store import readers as store_read
-from acp_proxy.store.refs import Scope, resolve_ref, scope
+from acp_proxy.store.refs import Scope, connection_scope, resolve_ref, scope
 from acp_proxy.store.search import SearchQuery, catch_up, compile_pattern, index_state
 from acp_proxy.store.search import search as run_search
 from acp_proxy.store.values import Hit
@@ -121,7 +121,7 @@ class Library:
             if status is not None and row.status != status:
                 continue
             record = self.copies.connection_record(row.id)
-            agent_info = _loads(record.get("agent_info"))
+            agent_info = column_value(record.get("agent_info"))
             if label is not None and label.lower() not in str(record.get("label") or "").lower():
                 continue
             if agent is not None and agent.lower() not in orjson.dumps(agent_info).decode().lower():
@@ -135,7 +135,7 @@ class Library:
                 "id": row.id, "label": record.get("label"), "started": wall(row.started_ns),
                 "duration_ms": None if ended is None else ended / 1e6, "status": row.status,
                 "ending": row.ending, "agent": self._peer(agent_info),
-                "client": self._peer(_loads(record.get("client_info"))),
+                "client": self._peer(column_value(record.get("client_info"))),
                 "protocol_version": row.protocol_version, "frames": counts.frames,
                 "prompt_turns": counts.prompts, "error_responses": counts.errors,
                 "malformed_frames": counts.malformed, "sessions": len(counts.sessions),
@@ -196,7 +196,7 @@ class Library:
         request = next(iter(found), None)
         if request is None:
             return {"initialize": None}
-        params = (_loads_bytes(request.raw) or {}).get("params") or {}
+        params = (json_object(request.raw) or {}).get("params") or {}
         answer = next(
             (
                 f
@@ -205,7 +205,7 @@ class Library:
             ),
             None,
         )
-        result = (_loads_bytes(answer.raw) or {}).get("result") if answer is not None else None
+        result = (json_object(answer.raw) or {}).get("result") if answer is not None else None
         result = result if isinstance(result, dict) else {}
         return {
             "client_capabilities": params.get("clientCapabilities"),
@@ -402,10 +402,10 @@ class Library:
     def _findings(
         self, db: store_read.Database, cid: int, select: Sequence[str], ignore: Sequence[str]
     ) -> dict[str, Any]:
-        from acp_proxy.check.engine import Checker, select_rules
-        from acp_proxy.check.report import Checked, render_json
+        from acp_proxy.check.engine import select_rules
+        from acp_proxy.check.report import render_json
         from acp_proxy.check.schema_files import SchemasUnavailable, load_book
-        from acp_proxy.store.frames import frames
+        from acp_proxy.check.scope_check import check_scope
 
         try:
             rules = select_rules(select, ignore)
@@ -419,16 +419,7 @@ class Library:
             except SchemasUnavailable as error:
                 rules = frozenset(r for r in rules if r != "ACP000")
                 note = f"schemas not installed, ACP000 (schema validation) not run: {error}"
-        target = scope(db, str(cid))
-        checker = Checker(
-            book, rules=rules, protocol_version=target.protocol_version, connection_id=cid
-        )
-        found, count = [], 0
-        for record in frames(db, target):
-            count += 1
-            found += checker.observe(record)
-        found += checker.finish()
-        checked = [Checked(cid, target.label, target.protocol_version, count, found)]
+        checked = [check_scope(db, connection_scope(db, cid), book, rules)]
         document: dict[str, Any] = _json(
             render_json(
                 checked, sorted(rules), self.copies.redact_text(book.source) if book else None
@@ -443,15 +434,12 @@ class Library:
     ) -> dict[str, Any]:
         """The first divergence of two recordings (or sessions), as ``diff --format json``."""
         from acp_proxy.check.report import render_diff_json
-        from acp_proxy.protocol.diffing import compare, items
-        from acp_proxy.protocol.normalize import parse_path
-        from acp_proxy.store.frames import frames
+        from acp_proxy.check.scope_diff import check_ignore, diff_scopes
 
-        for path in ignore:
-            try:
-                parse_path(path)
-            except ValueError as error:
-                raise ToolMistake(f"ignore: {error}") from error
+        try:
+            check_ignore(ignore)
+        except ValueError as error:
+            raise ToolMistake(f"ignore: {error}") from error
         sides = []
         for ref in (a, b):
             try:
@@ -462,9 +450,9 @@ class Library:
             session = target.session_id
             if session is not None:
                 session = self.copies.redact_text(session)
-            copy = Scope(cid, session, target.protocol_version, target.label)
-            sides.append(items(frames(db, copy), strict=strict, ignore=ignore))
-        document = _json(render_diff_json(compare(sides[0], sides[1])))
+            sides.append((db, Scope(cid, session, target.protocol_version, target.label)))
+        compared = diff_scopes(sides[0], sides[1], strict=strict, ignore=ignore)
+        document = _json(render_diff_json(compared.diff))
         return self._bounded(document)
 
     # --- conversation, method_stats ------------------------------------------------------
@@ -525,22 +513,8 @@ def _one_turn(view: Any, turn: Any) -> Any:
     return dataclasses.replace(view, sessions=(narrowed,), events=())
 
 
-def _loads(text: Any) -> Any:
-    if not isinstance(text, str):
-        return text
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return text
-
-
-def _loads_bytes(raw: bytes) -> Any:
-    value = walkable(raw)
-    return value if isinstance(value, dict) else None
-
-
 def _error_of(raw: bytes) -> Any:
-    value = _loads_bytes(raw) or {}
+    value = json_object(raw) or {}
     error = value.get("error")
     return shrink_value(error, 1024)
 

@@ -27,12 +27,12 @@ from starlette.staticfiles import StaticFiles
 from acp_proxy import __version__
 from acp_proxy.errors import AcpProxyError, UnknownRecording
 from acp_proxy.inspect.render import words
-from acp_proxy.protocol.depth import walkable
+from acp_proxy.protocol.decode import json_or_none
 from acp_proxy.serve.ui import events, present
 from acp_proxy.serve.ui.state import Inspector
 from acp_proxy.store import readers as store_read
 from acp_proxy.store import ui_reads
-from acp_proxy.store.ui_reads import UiFilter
+from acp_proxy.store.readers import FrameFilter
 
 STATIC = Path(__file__).parent / "static"
 MAX_LIMIT = 2000
@@ -59,12 +59,12 @@ def _int(request: Request, name: str, default: int, low: int = 0, high: int = 2*
     return max(low, min(high, number))
 
 
-def _filter(request: Request) -> UiFilter:
+def _filter(request: Request) -> FrameFilter:
     q = request.query_params
     direction = q.get("direction") or None
     if direction is not None and direction not in store_read.DIRECTIONS:
         raise HTTPException(400, "direction must be c2a, a2c or stderr")
-    return UiFilter(
+    return FrameFilter(
         direction=direction, kind=q.get("kind") or None, method=q.get("method") or None,
         session=q.get("session") or None, text=q.get("text") or None,
     )  # fmt: skip
@@ -189,10 +189,9 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         ignore = q.getlist("ignore")
         strict = q.get("strict") in ("1", "true", "yes")
         try:
-            from acp_proxy.protocol.normalize import parse_path
+            from acp_proxy.check.scope_diff import check_ignore
 
-            for path in ignore:
-                parse_path(path)
+            check_ignore(ignore)
         except ValueError as error:
             raise HTTPException(400, str(error)) from None
         return Json(await threaded(_diff, inspector, a, b, strict, ignore))
@@ -257,7 +256,7 @@ def _detail(inspector: Inspector, cid: int, seq: int) -> dict[str, Any] | None:
     shown = raw[:SHOWN_BYTES]
     value: Any = None
     if found["direction"] != "stderr" and len(raw) <= TREE_BYTES:
-        value = walkable(raw)  # None when too deep to walk: the page shows the bytes
+        value = json_or_none(raw)
     out: dict[str, Any] = {
         "frame": present.frame_summary(found), "segments": present.segments(shown),
         "truncated": len(raw) - len(shown), "json": value,
@@ -321,17 +320,19 @@ def _latency(inspector: Inspector, cid: int) -> dict[str, Any]:
 
 
 def _diff(inspector: Inspector, a: str, b: str, strict: bool, ignore: list[str]) -> dict[str, Any]:
-    from acp_proxy.protocol.diffing import DIRECTIONS, compare, items
-    from acp_proxy.store.frames import frames, scope
+    from acp_proxy.check.scope_diff import diff_scopes
+    from acp_proxy.protocol.diffing import DIRECTIONS
+    from acp_proxy.store.frames import scope
 
     db = inspector.db.get()
-    sides, names = [], []
-    for ref in (a, b):
-        target = scope(db, ref, sessions=True)
-        names.append({"ref": ref, "connection_id": target.connection_id,
-                      "session_id": target.session_id, "label": target.label})  # fmt: skip
-        sides.append(items(frames(db, target), strict=strict, ignore=ignore))
-    result = compare(sides[0], sides[1])
+    targets = [scope(db, ref, sessions=True) for ref in (a, b)]
+    names = [
+        {"ref": ref, "connection_id": target.connection_id, "session_id": target.session_id,
+         "label": target.label}
+        for ref, target in zip((a, b), targets, strict=True)
+    ]  # fmt: skip
+    compared = diff_scopes((db, targets[0]), (db, targets[1]), strict=strict, ignore=ignore)
+    result, sides = compared.diff, (compared.a, compared.b)
 
     def shown(item: Any) -> Any:
         if item is None:

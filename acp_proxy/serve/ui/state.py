@@ -23,13 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from acp_proxy.check.base import RuleInfo
-from acp_proxy.check.engine import RULES, Checker
+from acp_proxy.check.engine import RULES
+from acp_proxy.check.scope_check import ScopeCheck
 from acp_proxy.errors import AcpProxyError
 from acp_proxy.inspect.transcript.model import Transcript
 from acp_proxy.serve.ui.rows import RowIndex
 from acp_proxy.store import readers as store_read
 from acp_proxy.store import ui_reads
-from acp_proxy.store.ui_reads import UiFilter
+from acp_proxy.store.readers import FrameFilter
+from acp_proxy.store.refs import connection_scope
 
 SCAN_STEP = 200_000
 FIRST_STEP = 2_000
@@ -66,11 +68,9 @@ class _Timeline:
 
 @dataclass
 class _Findings:
-    checker: Checker
+    check: ScopeCheck
     lock: threading.Lock = field(default_factory=threading.Lock)
-    checked_seq: int = 0
-    finished: bool = False
-    found: list[dict[str, Any]] = field(default_factory=list)
+    found: list[dict[str, Any]] = field(default_factory=list)  # check.findings, for the page
 
 
 @dataclass
@@ -129,22 +129,22 @@ class Inspector:
 
     # ------------------------------------------------------------------ timeline
 
-    def _timeline(self, connection_id: int, where: UiFilter) -> _Timeline:
+    def _timeline(self, connection_id: int, where: FrameFilter) -> _Timeline:
         key = (connection_id, where.key())
         with self._lock:
             timeline = self._timelines.get(key)
             if timeline is None:
                 timeline = self._timelines[key] = _Timeline()
-                unfiltered = sum(1 for k in self._timelines if k[1] != UiFilter().key())
+                unfiltered = sum(1 for k in self._timelines if k[1] != FrameFilter().key())
                 if unfiltered > FILTERED_INDEXES:  # forget the oldest filtered index
-                    oldest = next(k for k in self._timelines if k[1] != UiFilter().key())
+                    oldest = next(k for k in self._timelines if k[1] != FrameFilter().key())
                     del self._timelines[oldest]
             else:
                 self._timelines.move_to_end(key)
             return timeline
 
     def extend(
-        self, connection_id: int, where: UiFilter, wanted_rows: int, *, scan: bool = False
+        self, connection_id: int, where: FrameFilter, wanted_rows: int, *, scan: bool = False
     ) -> _Timeline:
         """Index at least ``wanted_rows`` rows (or all there are); with ``scan``, go on
         indexing for ``SCAN_BUDGET_S`` (a large recording's index grows call by call)."""
@@ -170,7 +170,7 @@ class Inspector:
         return timeline
 
     def rows(
-        self, connection_id: int, where: UiFilter, offset: int, limit: int, scan: bool = False
+        self, connection_id: int, where: FrameFilter, offset: int, limit: int, scan: bool = False
     ) -> dict[str, Any]:
         """Rows ``[offset, offset + limit)`` of the timeline, with how far the index got."""
         from acp_proxy.serve.ui.present import frame_summary, run_text
@@ -210,7 +210,7 @@ class Inspector:
             "offset": offset, "rows": rows,
         }  # fmt: skip
 
-    def locate(self, connection_id: int, where: UiFilter, seq: int) -> dict[str, Any]:
+    def locate(self, connection_id: int, where: FrameFilter, seq: int) -> dict[str, Any]:
         """The row index of frame ``seq`` under ``where`` (indexing up to it if needed)."""
         timeline = self._timeline(connection_id, where)
         while True:
@@ -268,27 +268,19 @@ class Inspector:
         with self._lock:
             state = self._findings.get(connection_id)
             if state is None:
-                row = store_read.connection(db, connection_id)
-                checker = Checker(
-                    self.schemas, protocol_version=row.protocol_version,
-                    connection_id=connection_id,
-                )  # fmt: skip
-                state = self._findings[connection_id] = _Findings(checker)
+                check = ScopeCheck(connection_scope(db, connection_id), self.schemas)
+                state = self._findings[connection_id] = _Findings(check)
         with state.lock:
+            check = state.check
             status = store_read.status(db, connection_id)  # read first: frames land before it
-            if step and not state.finished:
-                count = 0
-                for record in ui_reads.raw_frames(db, connection_id, state.checked_seq, CHECK_STEP):
-                    count += 1
-                    state.checked_seq = record.seq
-                    state.found += [_finding(f) for f in state.checker.observe(record)]
-                if count < CHECK_STEP and status != "running":
-                    state.finished = True
-                    state.found += [_finding(f) for f in state.checker.finish()]
-            complete = state.finished or state.checked_seq >= store_read.last_seq(db, connection_id)
+            if step and not check.finished:
+                if check.step(db, CHECK_STEP) < CHECK_STEP and status != "running":
+                    check.finish(db)
+                state.found += [_finding(f) for f in check.findings[len(state.found) :]]
+            complete = check.finished or check.checked_seq >= store_read.last_seq(db, connection_id)
             return {
-                "findings": list(state.found), "checked_seq": state.checked_seq,
-                "complete": complete, "finished": state.finished,
+                "findings": list(state.found), "checked_seq": check.checked_seq,
+                "complete": complete, "finished": check.finished,
                 "schemas": self.schemas is not None,
                 "stored": ui_reads.stored_findings(db, connection_id),
             }  # fmt: skip

@@ -1,0 +1,279 @@
+"""The recording pipeline for many connections at once, fed whole messages (remote traffic).
+
+Rules:
+- ``RecordingHub.start`` forks one recorder process (hub_recorder.py) for a whole listener,
+  before the caller has any thread or event loop (forking a threaded process is unsafe), and
+  keeps only the writing end of a pipe to it. Every transport connection (an
+  ``Acp-Connection-Id``, one WebSocket) is ``open``-ed as one recorded connection in the same
+  database, with the connection row built as ``record/recording.py`` builds it
+  (``connection_settings``) plus how it is carried.
+- Remote traffic arrives already framed (a POST body, an SSE event's data, a WebSocket text
+  message), so the hub takes whole messages, ``message(key, direction, mono_ns, raw, ...)``,
+  each one frame, never split or glued; the recorder gives it the same observer verdict as a
+  stdio line (protocol/observer.py) and stores its transport facts beside it (store/remote.py).
+- Nothing here blocks: records go to the pipe with non-blocking writes, and what the pipe does
+  not take waits in memory, in order. ``message`` refuses (returns False) once
+  ``MAX_PENDING_BYTES`` wait; the caller then waits for room at most ``--max-recorder-wait``
+  (``room`` says when there is some) and otherwise drops the message from the recording with
+  ``lost`` (counted in the database, said once on stderr). Control records (open, exchange,
+  update, close, lost) are always taken: they are small and one per request at most.
+- The owner drives the pipe: when ``pending`` is not zero it calls ``flush`` once ``fileno()``
+  is writable (an event loop's writer callback); ``finish`` sends the rest, closes the pipe
+  and waits up to a deadline for the recorder's last commit, like ``Recording.finish``.
+- No asyncio or anyio here (record/'s rule): the owner's event loop stays in remote/.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import struct
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from acp_proxy.protocol.acp import Direction
+from acp_proxy.record.recording import FLUSH_DEADLINE, connection_settings
+from acp_proxy.record.spawn import enlarge_pipe
+from acp_proxy.stderr import Reporter
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+# kind, direction, stream, (padding), connection key, exchange seq, monotonic ns, payload length
+HEADER = struct.Struct("=BBBxIIQQ")
+OPEN, MESSAGE, EXCHANGE, EXCHANGE_SET, UPDATE, CLOSE, LOST, CONFIG = 1, 2, 3, 4, 5, 6, 7, 8
+DIRECTION_CODES = {Direction.CLIENT_TO_AGENT: 0, Direction.AGENT_TO_CLIENT: 1}
+DIRECTIONS_BY_CODE = {code: direction for direction, code in DIRECTION_CODES.items()}
+# Which stream a message crossed on (store/remote.py STREAMS), as a code in the header.
+STREAM_CODES = {"post": 0, "post_answer": 1, "connection_sse": 2, "session_sse": 3,
+                "websocket": 4}  # fmt: skip
+STREAMS_BY_CODE = {code: stream for stream, code in STREAM_CODES.items()}
+# Bytes of messages that may wait for the pipe before ``message`` refuses more.
+MAX_PENDING_BYTES = 32 * 1024 * 1024
+# The largest write handed to the pipe at once.
+_WRITE_BYTES = 1024 * 1024
+STALL_REASON = "the recorder fell behind (forwarding waits at most {wait:g}s for it)"
+
+
+class RecordingHub:
+    """The listener's handle on its recorder process (one thread uses it)."""
+
+    def __init__(self, pid: int, fd: int, committed_fd: int, report: Reporter) -> None:
+        self.pid = pid
+        self._fd = fd
+        self._committed_fd = committed_fd
+        self._report = report
+        self._queue: deque[bytes] = deque()
+        self._head_sent = 0  # bytes of the queue's first record already written
+        self.pending = 0  # bytes waiting for the pipe
+        self._next_key = 0
+        self._exchanges: dict[int, int] = {}
+        self._gone = False
+        self._said_stall = False
+        self.lost_messages = 0
+        self.outcome: str | None = None
+
+    @classmethod
+    def start(
+        cls, db_path: str | Path, report: Reporter, *, check: bool = False,
+        otlp: dict[str, object] | None = None, clock_origin: tuple[int, int] | None = None,
+    ) -> RecordingHub:  # fmt: skip
+        """Fork the recorder process; call it before any thread or event loop exists."""
+        from acp_proxy.record.hub_recorder import record_from_pipe
+
+        origin = clock_origin or (time.monotonic_ns(), time.time_ns())
+        read_fd, write_fd = os.pipe()
+        enlarge_pipe(write_fd)
+        committed_read, committed_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the recorder process
+            status = 70
+            try:
+                os.umask(0o077)
+                os.close(write_fd)
+                os.close(committed_read)
+                status = record_from_pipe(read_fd, origin, report, committed_write)
+            except BaseException as error:  # the child must never return into the parent
+                report(f"the recorder failed: {type(error).__name__}: {error}")
+            finally:
+                os._exit(status)
+        os.close(read_fd)
+        os.close(committed_write)
+        os.set_blocking(write_fd, False)
+        hub = cls(pid, write_fd, committed_read, report)
+        hub._control(CONFIG, 0, {"db": str(db_path), "check": check, "otlp": otlp})
+        return hub
+
+    # --- what crosses ------------------------------------------------------------------
+
+    def open(
+        self, transport: str, *, remote_url: str, listen_url: str | None = None,
+        client_address: str | None = None, label: str | None = None,
+        started_ns: int | None = None,
+    ) -> tuple[int, str]:  # fmt: skip
+        """A new recorded connection; returns its key (for the calls below) and its uid."""
+        self._next_key += 1
+        key = self._next_key
+        settings = connection_settings([], started_ns or time.time_ns(), label)
+        settings.update(
+            transport=transport, remote_url=remote_url, listen_url=listen_url,
+            client_address=client_address,
+        )  # fmt: skip
+        self._exchanges[key] = 0
+        self._control(OPEN, key, settings)
+        return key, str(settings["uid"])
+
+    def exchange(self, key: int, mono_ns: int, **columns: Any) -> int:
+        """A new HTTP exchange (request) of connection ``key``; returns its seq."""
+        seq = self._exchanges[key] = self._exchanges.get(key, 0) + 1
+        self._control(EXCHANGE, key, {**columns, "seq": seq}, exchange_seq=seq, mono_ns=mono_ns)
+        return seq
+
+    def exchange_set(self, key: int, exchange_seq: int, **columns: Any) -> None:
+        """Columns learnt later about an exchange (status, answer headers, end, error)."""
+        self._control(EXCHANGE_SET, key, columns, exchange_seq=exchange_seq)
+
+    def message(
+        self, key: int, direction: Direction, mono_ns: int, raw: bytes, exchange_seq: int,
+        stream: str,
+    ) -> bool:  # fmt: skip
+        """One whole message that crossed; False when too much waits (see the rules)."""
+        if self._gone:
+            return True
+        if self.pending >= MAX_PENDING_BYTES:
+            return False
+        header = HEADER.pack(
+            MESSAGE, DIRECTION_CODES[direction], STREAM_CODES[stream], key, exchange_seq,
+            mono_ns, len(raw),
+        )  # fmt: skip
+        self._send(header + raw)
+        return True
+
+    def lost(
+        self, key: int, direction: Direction, size: int, wait: float, reason: str | None = None
+    ) -> None:
+        """A message left out of the recording after waiting ``wait`` seconds for room."""
+        self.lost_messages += 1
+        why = reason or STALL_REASON.format(wait=wait)
+        if not self._said_stall:
+            self._said_stall = True
+            self._report(f"{why}: messages are left out of the recording and counted")
+        self._control(
+            LOST, key, {"direction": direction.value, "frames": 1, "bytes": size, "reason": why}
+        )
+
+    def update(self, key: int, **columns: Any) -> None:
+        """Set columns of connection ``key``'s row (its ``Acp-Connection-Id`` ...)."""
+        self._control(UPDATE, key, columns)
+
+    def close(
+        self, key: int, status: str, error: str | None = None, ended_ns: int | None = None
+    ) -> None:
+        """Connection ``key`` is over (``closed`` or ``dropped``: docs/recording-format.md)."""
+        self._exchanges.pop(key, None)
+        self._control(
+            CLOSE, key, {"status": status, "error": error, "ended_ns": ended_ns or time.time_ns()}
+        )
+
+    @property
+    def room(self) -> bool:
+        """Whether ``message`` takes messages again."""
+        return self.pending < MAX_PENDING_BYTES
+
+    # --- the pipe ----------------------------------------------------------------------
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def _control(
+        self, kind: int, key: int, value: dict[str, Any], *, exchange_seq: int = 0,
+        mono_ns: int = 0,
+    ) -> None:  # fmt: skip
+        if self._gone:
+            return
+        payload = orjson.dumps(value, default=str)
+        self._send(HEADER.pack(kind, 0, 0, key, exchange_seq, mono_ns, len(payload)) + payload)
+
+    def _send(self, record: bytes) -> None:
+        if not self._queue:
+            try:
+                written = os.write(self._fd, record)
+            except BlockingIOError:
+                written = 0
+            except OSError:
+                self._lose_recorder()
+                return
+            if written == len(record):
+                return
+            self._head_sent = written
+        self._queue.append(record)
+        self.pending += len(record)
+
+    def flush(self) -> None:
+        """Write what waits, as far as the pipe takes it (never blocks)."""
+        while self._queue and not self._gone:
+            head = self._queue[0]
+            piece = memoryview(head)[self._head_sent : self._head_sent + _WRITE_BYTES]
+            try:
+                written = os.write(self._fd, piece)
+            except BlockingIOError:
+                return
+            except OSError:
+                self._lose_recorder()
+                return
+            self._head_sent += written
+            if self._head_sent == len(head):
+                self._queue.popleft()
+                self.pending -= len(head)
+                self._head_sent = 0
+
+    def _lose_recorder(self) -> None:
+        self._gone = True
+        self._queue.clear()
+        self.pending = 0
+
+    def finish(self, deadline: float = FLUSH_DEADLINE) -> str:
+        """Send the rest, close the pipe, wait up to ``deadline`` s for the last commit.
+
+        The outcome is ``RecorderProcess.finish``'s: ``recorded``, ``incomplete``, ``failed``,
+        ``died`` or ``late``; it is said on stderr as ``Recording.finish`` says it.
+        """
+        end = time.monotonic() + deadline
+        while self._queue and not self._gone:
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            _, writable, _ = select.select([], [self._fd], [], left)
+            if writable:
+                self.flush()
+        os.close(self._fd)
+        try:
+            left = max(0.0, end - time.monotonic())
+            ready, _, _ = select.select([self._committed_fd], [], [], left)
+            if not ready:
+                outcome = "late"
+            else:
+                try:
+                    said = os.read(self._committed_fd, 1)
+                except OSError:
+                    said = b""
+                outcome = {b"1": "recorded", b"2": "incomplete", b"0": "failed"}.get(said, "died")
+        finally:
+            os.close(self._committed_fd)
+        self.outcome = outcome
+        if outcome == "late":
+            self._report(
+                f"the recordings were still being written {deadline:g}s after the listener "
+                f"stopped; they go on in the background (pid {self.pid})"
+            )
+        elif outcome == "incomplete":
+            self._report(
+                "some recordings are incomplete: frames were lost, their count and why are in "
+                "the database (acp-proxy ls)"
+            )
+        elif outcome == "died":
+            self._report("the recorder process ended early: the recordings are incomplete")
+        return outcome
