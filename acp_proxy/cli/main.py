@@ -226,6 +226,7 @@ def record(
     stderr, byte for byte. Everything is recorded, stderr lines included. The exit status is
     the agent's (128+N if signal N ended it; 127 or 126 if it could not start).
     """
+    from acp_proxy.cli.sinks import recorder_sinks
     from acp_proxy.record.session import RecordOptions
     from acp_proxy.record.session import record as run_record
 
@@ -236,6 +237,7 @@ def record(
     options = RecordOptions(
         agent_command, resolve_db(db), label=label, grace=grace, check=check, otlp=otlp,
         otlp_content=otlp_content, max_recorder_wait=max_recorder_wait, ui=ui,
+        sinks=recorder_sinks,
     )  # fmt: skip
     sys.exit(run_record(options, report))
 

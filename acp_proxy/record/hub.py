@@ -42,6 +42,8 @@ from acp_proxy.stderr import Reporter
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from acp_proxy.record.recorder import SinkFactory
+
 # kind, direction, stream, (padding), connection key, exchange seq, monotonic ns, payload length
 HEADER = struct.Struct("=BBBxIIQQ")
 OPEN, MESSAGE, EXCHANGE, EXCHANGE_SET, UPDATE, CLOSE, LOST, CONFIG = 1, 2, 3, 4, 5, 6, 7, 8
@@ -80,8 +82,12 @@ class RecordingHub:
     def start(
         cls, db_path: str | Path, report: Reporter, *, check: bool = False,
         otlp: dict[str, object] | None = None, clock_origin: tuple[int, int] | None = None,
+        sinks: SinkFactory | None = None,
     ) -> RecordingHub:  # fmt: skip
-        """Fork the recorder process; call it before any thread or event loop exists."""
+        """Fork the recorder process; call it before any thread or event loop exists.
+
+        ``sinks`` (the command line's, cli/sinks.py) makes each connection's sinks.
+        """
         from acp_proxy.record.hub_recorder import record_from_pipe
 
         origin = clock_origin or (time.monotonic_ns(), time.time_ns())
@@ -95,7 +101,7 @@ class RecordingHub:
                 os.umask(0o077)
                 os.close(write_fd)
                 os.close(committed_read)
-                status = record_from_pipe(read_fd, origin, report, committed_write)
+                status = record_from_pipe(read_fd, origin, report, committed_write, sinks)
             except BaseException as error:  # the child must never return into the parent
                 report(f"the recorder failed: {type(error).__name__}: {error}")
             finally:
