@@ -4,8 +4,8 @@ Rules:
 - It runs in the recorder process (see recorder_process.py), fed through a ``ChunkQueue``
   (chunk_queue.py: bounded memory, then a spill file, lossless) by the thread that reads the
   tap. Batches are bounded by bytes, so the recorder's memory is too.
-- All SQLite work happens on the recorder's one thread, through store.py. Each batch is one
-  transaction, taken once the traffic pauses for 5 ms (at the latest after 250 ms): a stream
+- All SQLite work happens on the recorder's one thread, through store/writer.py. Each batch
+  is one transaction, taken once the traffic pauses for 5 ms (at the latest after 250 ms): a stream
   is left the cores while it flows and becomes a few large batches, and an interactive frame
   is committed 5 ms after it crossed (``tail -f`` sees it at once).
 - WAL checkpoints (copying committed pages into the main file) happen after 0.25 s with nothing
