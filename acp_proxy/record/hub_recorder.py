@@ -40,7 +40,7 @@ from acp_proxy.errors import RecordingBusy, RecordingError
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.observer import ConnectionObserver, FrameRecord
 from acp_proxy.protocol.wire import Frame
-from acp_proxy.record.hub import (
+from acp_proxy.record.hub_pipe import (
     CLOSE,
     CONFIG,
     DIRECTIONS_BY_CODE,
