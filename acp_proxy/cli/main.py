@@ -204,7 +204,23 @@ def main() -> None:
     help="Also serve the web inspector (`acp-proxy ui`) on a free loopback port, in a process "
     "of its own that only reads the database; its address is said on stderr.",
 )
-@click.argument("agent_command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.option(
+    "--connect",
+    metavar="URL",
+    help="Be the agent yourself, for a remote one: bridge the client on stdin and stdout to "
+    "the ACP endpoint at URL (http(s):// for Streamable HTTP, ws(s):// for WebSocket), "
+    "recorded like a stdio agent. See docs/remote.md.",
+)
+@click.option(
+    "--header",
+    "headers",
+    multiple=True,
+    metavar="'NAME: VALUE'",
+    help="With --connect: send this header on every request (repeatable). $VAR and ${VAR} in "
+    "VALUE come from the environment, so that secrets stay off command lines; headers are "
+    "never recorded.",
+)
+@click.argument("agent_command", nargs=-1, type=click.UNPROCESSED)
 def record(
     db: Path | None,
     label: str | None,
@@ -214,6 +230,8 @@ def record(
     otlp_content: bool,
     max_recorder_wait: float,
     ui: bool,
+    connect: str | None,
+    headers: tuple[str, ...],
     agent_command: tuple[str, ...],
 ) -> None:
     """Run AGENT_COMMAND behind the proxy and record the conversation.
@@ -225,6 +243,9 @@ def record(
     Client stdin goes to the agent's stdin, the agent's stdout to the client and its stderr to
     stderr, byte for byte. Everything is recorded, stderr lines included. The exit status is
     the agent's (128+N if signal N ended it; 127 or 126 if it could not start).
+
+    With --connect URL instead of a command, the proxy is the client's agent and a remote ACP
+    client to URL; it exits 0 when the client ends, 1 when the remote end fails.
     """
     from acp_proxy.cli.sinks import recorder_sinks
     from acp_proxy.record.session import RecordOptions
@@ -234,12 +255,58 @@ def record(
         raise click.UsageError("--otlp-content needs --otlp")
     if otlp is not None:
         require_otel()
+    if connect is not None or headers:
+        _record_bridge(
+            db, label, grace, check, otlp, otlp_content, max_recorder_wait, ui, connect,
+            headers, agent_command,
+        )  # fmt: skip
+    if not agent_command:
+        raise click.UsageError("give the agent command (after --), or --connect URL")
     options = RecordOptions(
         agent_command, resolve_db(db), label=label, grace=grace, check=check, otlp=otlp,
         otlp_content=otlp_content, max_recorder_wait=max_recorder_wait, ui=ui,
         sinks=recorder_sinks,
     )  # fmt: skip
     sys.exit(run_record(options, report))
+
+
+def _record_bridge(
+    db: Path | None, label: str | None, grace: float, check: bool, otlp: str | None,
+    otlp_content: bool, max_recorder_wait: float, ui: bool, connect: str | None,
+    headers: tuple[str, ...], agent_command: tuple[str, ...],
+) -> None:  # fmt: skip
+    """``record --connect URL``: the stdio bridge to a remote agent (remote/bridge.py); exits."""
+    import os
+
+    from acp_proxy.remote import missing_extra
+    from acp_proxy.remote.bridge_headers import HeaderError, parse_headers, transport_of
+
+    if connect is None:
+        raise click.UsageError("--header needs --connect")
+    if agent_command:
+        raise click.UsageError("--connect takes no agent command")
+    if ui:
+        raise click.UsageError("--ui does not apply to --connect")
+    try:
+        transport = transport_of(connect)
+        parsed = parse_headers(headers, os.environ)
+    except HeaderError as error:
+        raise click.UsageError(str(error)) from None
+    missing = missing_extra()
+    if missing is not None:
+        report(missing)
+        sys.exit(2)
+    from acp_proxy.cli.sinks import recorder_sinks
+    from acp_proxy.remote.bridge_session import BridgeOptions, record_bridge
+
+    otlp_settings: dict[str, object] | None = None
+    if otlp is not None:
+        otlp_settings = {"endpoint": otlp or None, "content": otlp_content}
+    options = BridgeOptions(
+        connect, transport, parsed, resolve_db(db), label=label, grace=grace, check=check,
+        otlp=otlp_settings, max_recorder_wait=max_recorder_wait, sinks=recorder_sinks,
+    )  # fmt: skip
+    sys.exit(record_bridge(options, report))
 
 
 def require_otel() -> None:

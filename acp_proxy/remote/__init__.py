@@ -1,4 +1,5 @@
-"""Remote ACP (Streamable HTTP and WebSocket): the reverse proxy ``record --listen``.
+"""Remote ACP (Streamable HTTP and WebSocket): the reverse proxy ``record --listen``, the stdio
+bridge ``record --connect`` and the replay listener ``replay --listen``.
 
 Rules:
 - This package is the async side of recording remote agents: it serves with hypercorn (ASGI:
