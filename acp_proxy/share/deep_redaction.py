@@ -18,12 +18,17 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from acp_proxy.share.secrets import secret_key
 
-if TYPE_CHECKING:
-    from acp_proxy.share.redact import Redactor
+
+class Redactor(Protocol):
+    """What this module asks of ``redact.Redactor`` (which imports this module)."""
+
+    def text(self, text: str, path: str = "$") -> str: ...
+
+    def whole(self, kind: str, value: str, path: str) -> str: ...
 
 AUTH_METHODS = frozenset({"authenticate", "auth/login"})
 _TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
