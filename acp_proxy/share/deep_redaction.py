@@ -30,6 +30,7 @@ class Redactor(Protocol):
 
     def whole(self, kind: str, value: str, path: str) -> str: ...
 
+
 AUTH_METHODS = frozenset({"authenticate", "auth/login"})
 _TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
 _COLON = re.compile(rb"[ \t\r\n]*:")
