@@ -63,8 +63,9 @@ def _open_for_search(path: Path, name: str | None = None) -> Any:
 @db_option
 @click.argument("pattern")
 @click.argument("refs", nargs=-1, metavar="[REF]...")
-@click.option("-E", "--regex", is_flag=True, help="PATTERN is a regular expression (Python re), "
-              "matched against each recorded line as it was recorded.")  # fmt: skip
+@click.option("-E", "--regex", is_flag=True, help="PATTERN is a regular expression (RE2: "
+              "linear time; Python's syntax without backreferences or lookaround), matched "
+              "against each recorded line as it was recorded.")  # fmt: skip
 @click.option("-i", "--ignore-case", is_flag=True,
               help="With --regex: ignore case (full text always does).")  # fmt: skip
 @click.option("--method", help="Only frames of this method (a glob: 'session/*').")

@@ -19,12 +19,16 @@ import io
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from acp_proxy.cli.main import db_option, open_ref, report
 from acp_proxy.errors import AcpProxyError
 from acp_proxy.plural import counted
+
+if TYPE_CHECKING:
+    from acp_proxy.share.redact import Redactor
 
 ENV_FILE_HELP = (
     "Also treat the secret-looking variables of this file (KEY=VALUE lines, e.g. the agent's "
@@ -46,7 +50,7 @@ def refuse(leaks: list[object], force: bool, what: str) -> None:
 
 def redacted_jsonl(
     db: Path | None, ref: str | None, drop_contents: bool, env_file: Path | None
-) -> tuple[bytes, object, list[object]]:
+) -> tuple[bytes, Redactor, list[object]]:
     """The redacted JSONL export of REF, its Redactor and what verification found."""
     from acp_proxy.share.redact import Redactor
     from acp_proxy.share.redaction_io import finder_for, redacted_export
@@ -181,7 +185,7 @@ def bundle_command(
     data, redactor, leaks = redacted_jsonl(db, ref, drop_contents, env_file)
     header = orjson.loads(data.split(b"\n", 1)[0])
     try:
-        members = build_members(data, header.get("redaction", {}), schema_dir)
+        members = build_members(data, header.get("redaction", {}), schema_dir, redactor.text)
     except AcpProxyError as error:
         raise AcpProxyError(f"cannot build the bundle: {error}") from error
     from acp_proxy.share.redaction_io import finder_for

@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 
 from acp_proxy.cli.main import db_option, resolve_db
+from acp_proxy.display import visible
 from acp_proxy.inspect.render import words as present
 from acp_proxy.plural import counted
 from acp_proxy.stderr import report
@@ -62,7 +63,7 @@ def _said(removed: tidy.Removed, db_path: Path) -> str:
 
 
 def _describe(candidate: tidy.Candidate) -> str:
-    label = f" ({candidate.label})" if candidate.label else ""
+    label = f" ({visible(candidate.label)})" if candidate.label else ""
     return f"{candidate.id}{label}  {present.wall(candidate.started_ns)}"
 
 

@@ -80,6 +80,12 @@ def test_exit_statuses_are_greps(
     capfd.readouterr()
     run(recorded, "search", "-E", "(", code=2)
     assert capfd.readouterr().err.startswith("acp-proxy: bad regular expression '(': missing )")
+    run(recorded, "search", "-E", r"(a)\1", code=2)
+    said = capfd.readouterr().err
+    assert said.startswith(r"acp-proxy: bad regular expression '(a)\\1': invalid escape")
+    assert "backreferences" in said
+    assert said.count("\n") == 1  # one line: RE2's own log stays quiet
+    run(recorded, "search", "-E", "(a+)+$", code=1)
     run(recorded, "search", "x", "nope", code=2)
     assert capfd.readouterr().err.startswith("acp-proxy: no recording matches 'nope'")
     run(tmp_path / "none.sqlite", "search", "x", code=2)

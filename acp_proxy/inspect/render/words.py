@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 
+from acp_proxy.protocol.depth import DEEP_MARK
+
 PLAN_MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
 
 
@@ -148,8 +150,8 @@ def to_json(value: Any, *, pretty: bool = False) -> str:
     option = orjson.OPT_INDENT_2 if pretty else 0
     try:
         return orjson.dumps(value, option=option).decode()
-    except TypeError:
-        return repr(value)
+    except TypeError:  # nested deeper than orjson writes: repr would recurse as deep
+        return DEEP_MARK
 
 
 def block_text(block: Any) -> str:
