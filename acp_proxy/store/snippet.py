@@ -4,9 +4,9 @@ Rules:
 - The index holds a frame's values as words (database.py's ``frame_text``), but a person
   reading a hit wants the JSON the words came from: ``{"method":"session/new",...}``, not
   ``1 session/new /home/user``. So the snippet is cut from the frame's JSON text: its recorded
-  line when it is no JSON object or array, else that value written again compactly (orjson:
-  no spaces, non-ASCII as itself), so that a match is found however the peer spaced or
-  escaped it.
+  line when it is no JSON object or array (or one nested too deep to write again), else that
+  value written again compactly (orjson: no spaces, non-ASCII as itself), so that a match is
+  found however the peer spaced or escaped it.
 - A full-text match is found as the index finds it: the pattern's words in a row, each
   whole but the last (a prefix), ignoring case and accents, anything that is no letter or
   digit (a JSON escape such as ``\\n`` included) between them.
@@ -64,7 +64,10 @@ def json_text(raw: bytes) -> str:
     except orjson.JSONDecodeError:
         value = None
     if isinstance(value, dict | list):
-        return orjson.dumps(value).decode()
+        try:
+            return orjson.dumps(value).decode()
+        except TypeError:  # nested deeper than orjson writes: the line as recorded
+            pass
     return raw.decode("utf-8", "replace").rstrip("\r\n")
 
 
