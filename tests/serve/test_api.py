@@ -145,6 +145,19 @@ def test_frame_detail_pair_bytes_descriptions_and_findings(served: Served) -> No
     assert any(f["rule"] for f in get(served, "api/connections/2/frames/1").json()["findings"])
 
 
+def test_frame_detail_of_json_nested_without_limit(db_path: Path, serve_ui: Any) -> None:
+    nested = "[" * 5000 + '"deep"' + "]" * 5000
+    deep = f'{{"jsonrpc":"2.0","method":"x/deep","params":{{"v":{nested}}}}}\n'.encode()
+    write_recording(db_path, [(C2A, deep)], label="deep")
+    served: Served = serve_ui("--db", str(db_path))
+    response = get(served, "api/connections/1/frames/1")
+    assert response.status_code == 200
+    detail = response.json()
+    assert detail["json"] is None  # too deep for a tree: the page shows the bytes
+    assert detail["frame"]["kind"] == "notification"
+    assert get(served, "api/connections/1/rows").status_code == 200
+
+
 def events(
     response: httpx.Response, wanted: int, timeout: float = 10.0
 ) -> Iterator[dict[str, Any]]:
