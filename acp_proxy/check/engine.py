@@ -130,11 +130,17 @@ class Checker:
                         context.state.after(event)
         return context.findings
 
-    def finish(self) -> list[Finding]:
-        """End of the connection: findings only the end can tell. Call once."""
+    def finish(self, losses: Losses | None = None) -> list[Finding]:
+        """End of the connection: findings only the end can tell. Call once.
+
+        ``losses``, when given, are the recording's losses as they stand at the end (they
+        replace those given at the start: a live recording's losses grow).
+        """
         if self._finished:
             return []
         self._finished = True
+        if losses is not None:
+            self.context.losses = losses
         self.context.findings = []
         for rule in self._rules:
             rule.finish()

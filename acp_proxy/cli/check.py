@@ -61,11 +61,11 @@ def check(
     the stateful rules of docs/checks.md run over each connection in order. Exits 1 when
     anything is found, 0 when clean, 2 on usage errors.
     """
-    from acp_proxy.check.engine import Checker, Losses, select_rules
-    from acp_proxy.check.report import Checked, render_json, render_junit, render_text
+    from acp_proxy.check.engine import select_rules
+    from acp_proxy.check.report import render_json, render_junit, render_text
     from acp_proxy.check.schema_setup import obtain
-    from acp_proxy.store.frames import all_connections, frames, scope
-    from acp_proxy.store.frames import losses as lost
+    from acp_proxy.check.scope_check import check_scope
+    from acp_proxy.store.frames import all_connections, scope
     from acp_proxy.store.refs import open_database
 
     try:
@@ -85,23 +85,7 @@ def check(
         if every:
             database = open_database(resolve_db(db))
             targets += [(database, scope(database, str(c))) for c in all_connections(database)]
-        checked = []
-        for database, target in targets:
-            losses = Losses(*lost(database, target.connection_id))
-            checker = Checker(
-                book, rules=rules, protocol_version=target.protocol_version,
-                connection_id=target.connection_id, losses=losses,
-            )  # fmt: skip
-            findings, count = [], 0
-            for record in frames(database, target):
-                count += 1
-                findings += checker.observe(record)
-            findings += checker.finish()
-            checked.append(
-                Checked(
-                    target.connection_id, target.label, target.protocol_version, count, findings
-                )
-            )
+        checked = [check_scope(database, target, book, rules) for database, target in targets]
     except AcpProxyError as error:
         _fail(error)
     ordered = sorted(rules)
@@ -143,23 +127,20 @@ def diff(
     when they differ, 0 when they are the same, 2 on usage errors.
     """
     from acp_proxy.check.report import render_diff_json, render_diff_text
-    from acp_proxy.protocol.diffing import compare, items
-    from acp_proxy.protocol.normalize import parse_path
-    from acp_proxy.store.frames import frames
+    from acp_proxy.check.scope_diff import check_ignore, diff_scopes
 
-    for path in ignore:
-        try:
-            parse_path(path)
-        except ValueError as error:
-            raise click.BadParameter(str(error), param_hint="--ignore") from error
+    try:
+        check_ignore(ignore)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--ignore") from error
     try:
         sides = []
         for ref, db_path in ((ref_a, db), (ref_b, other_db or db)):
             opened = open_ref(db_path, ref, sessions=True)
-            sides.append(items(frames(opened.db, opened.target), strict=strict, ignore=ignore))
+            sides.append((opened.db, opened.target))
+        result = diff_scopes(sides[0], sides[1], strict=strict, ignore=ignore).diff
     except AcpProxyError as error:
         _fail(error)
-    result = compare(sides[0], sides[1])
     if fmt == "json":
         click.echo(render_diff_json(result), nl=False)
     else:

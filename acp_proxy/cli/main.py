@@ -10,6 +10,7 @@ Rules:
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -17,10 +18,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from acp_proxy import __version__
+from acp_proxy.cli.helptext import EXAMPLES, SECTIONS, UnbrokenContext, unbroken
 from acp_proxy.errors import AcpProxyError, BadReference
 from acp_proxy.paths import DB_ENV, default_db_path
-from acp_proxy.record.spawn import DEFAULT_GRACE
-from acp_proxy.record.tap import DEFAULT_MAX_WAIT
+from acp_proxy.record.defaults import DEFAULT_GRACE, DEFAULT_MAX_WAIT
 from acp_proxy.stderr import report
 
 if TYPE_CHECKING:
@@ -77,20 +78,41 @@ class _Commands(click.Group):
     ``LAZY_COMMANDS`` on first use.
     """
 
+    context_class = UnbrokenContext
+
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+        """The commands in the order of the help's map (helptext.SECTIONS)."""
+        mapped = [name for _, commands in SECTIONS for name, _ in commands]
+        others = sorted({*super().list_commands(ctx), *LAZY_COMMANDS} - set(mapped))
+        return mapped + others
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         target = LAZY_COMMANDS.get(name)
         if target is None:
-            return super().get_command(ctx, name)
+            found = super().get_command(ctx, name)
+            return None if found is None else unbroken(found)
         import importlib
 
         module_name, _, attribute = target.partition(":")
         command = getattr(importlib.import_module(module_name), attribute)
         if not isinstance(command, click.Command):
             raise TypeError(f"{target} is not a click command")
-        return command
+        return unbroken(command)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands by what they are for, each with its one-line summary (no imports)."""
+        width = max(len(name) for _, commands in SECTIONS for name, _ in commands)
+        for title, commands in SECTIONS:
+            with formatter.section(title):
+                formatter.write_dl([(name.ljust(width), summary) for name, summary in commands])
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        width = max(len(command) for command, _ in EXAMPLES)
+        with formatter.section("Examples"):
+            for command, what in EXAMPLES:
+                formatter.write(f"{' ' * formatter.current_indent}{command:<{width}}  # {what}\n")
+        formatter.write_paragraph()
+        formatter.write_text("`acp-proxy COMMAND --help` says more; docs/cli.md has every command.")
 
     def invoke(self, ctx: click.Context) -> Any:
         from acp_proxy.store.failures import unreadable
@@ -118,8 +140,16 @@ def _db_option() -> click.Option:
         envvar=DB_ENV,
         show_envvar=True,
         default=None,
-        help=f"Recording database [default: {default_db_path()}].",
+        help=f"Recording database [default: {_home_as_tilde(str(default_db_path()))}].",
     )
+
+
+def _home_as_tilde(path: str) -> str:
+    """``path`` with the home folder written ``~``: shorter, and a shell still expands it."""
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and path.startswith(home + os.sep):
+        return "~" + path[len(home) :]
+    return path
 
 
 def db_option(function: F) -> F:
@@ -245,7 +275,23 @@ def main() -> None:
     "headers (never recorded otherwise: the recording shows only that they were there). "
     "Bundles and redacted exports still remove them.",
 )
-@click.argument("agent_command", nargs=-1, required=False, type=click.UNPROCESSED)
+@click.option(
+    "--connect",
+    metavar="URL",
+    help="Be the agent yourself, for a remote one: bridge the client on stdin and stdout to "
+    "the ACP endpoint at URL (http(s):// for Streamable HTTP, ws(s):// for WebSocket), "
+    "recorded like a stdio agent. See docs/remote.md.",
+)
+@click.option(
+    "--header",
+    "headers",
+    multiple=True,
+    metavar="'NAME: VALUE'",
+    help="With --connect: send this header on every request (repeatable). $VAR and ${VAR} in "
+    "VALUE come from the environment, so that secrets stay off command lines; headers are "
+    "never recorded.",
+)
+@click.argument("agent_command", nargs=-1, type=click.UNPROCESSED)
 def record(
     db: Path | None,
     label: str | None,
@@ -261,6 +307,8 @@ def record(
     cert: str | None,
     key: str | None,
     record_credentials: bool,
+    connect: str | None,
+    headers: tuple[str, ...],
     agent_command: tuple[str, ...],
 ) -> None:
     """Run AGENT_COMMAND behind the proxy and record the conversation.
@@ -273,10 +321,14 @@ def record(
     stderr, byte for byte. Everything is recorded, stderr lines included. The exit status is
     the agent's (128+N if signal N ended it; 127 or 126 if it could not start).
 
+    With --connect URL instead of a command, the proxy is the client's agent and a remote ACP
+    client to URL; it exits 0 when the client ends, 1 when the remote end fails.
+
     For a remote agent, serve its endpoint and record every client that connects:
 
         acp-proxy record --listen 127.0.0.1:0 --upstream http://127.0.0.1:8000/acp
     """
+    from acp_proxy.cli.sinks import recorder_sinks
     from acp_proxy.record.session import RecordOptions
     from acp_proxy.record.session import record as run_record
 
@@ -287,6 +339,8 @@ def record(
     if listen is not None:
         if agent_command:
             raise click.UsageError("--listen records a remote agent: give no agent command")
+        if connect is not None or headers:
+            raise click.UsageError("--listen and --connect do not go together")
         sys.exit(_listen(
             listen, upstream, resolve_db(db), label=label, check=check, otlp=otlp,
             otlp_content=otlp_content, max_recorder_wait=max_recorder_wait, ui=ui,
@@ -297,11 +351,19 @@ def record(
                         ("--record-credentials", record_credentials or None)):  # fmt: skip
         if value is not None:
             raise click.UsageError(f"{name} needs --listen")
+    if connect is not None or headers:
+        _record_bridge(
+            db, label, grace, check, otlp, otlp_content, max_recorder_wait, ui, connect,
+            headers, agent_command,
+        )  # fmt: skip
     if not agent_command:
-        raise click.UsageError("record needs an agent command (record -- AGENT ...) or --listen")
+        raise click.UsageError(
+            "give the agent command (after --), or --connect URL, or --listen HOST:PORT"
+        )
     options = RecordOptions(
         agent_command, resolve_db(db), label=label, grace=grace, check=check, otlp=otlp,
         otlp_content=otlp_content, max_recorder_wait=max_recorder_wait, ui=ui,
+        sinks=recorder_sinks,
     )  # fmt: skip
     sys.exit(run_record(options, report))
 
@@ -322,16 +384,19 @@ def _listen(
     if missing is not None:
         report(missing)
         sys.exit(2)
-    from acp_proxy.remote.serve import ListenError, ListenOptions, parse_listen, run
+    from acp_proxy.remote.listen_address import AddressError, parse_listen
+    from acp_proxy.remote.serve import ListenOptions, run
     from acp_proxy.remote.upstream import BadUpstream, Endpoint
 
     try:
         Endpoint.parse(upstream)
         parse_listen(listen)
-    except (BadUpstream, ListenError) as error:
+    except (BadUpstream, AddressError) as error:
         raise click.UsageError(str(error)) from None
+    from acp_proxy.cli.sinks import recorder_sinks
+
     options = ListenOptions(
-        listen, upstream, db_path, label=label, check=check,
+        listen, upstream, db_path, label=label, check=check, sinks=recorder_sinks,
         otlp=None if otlp is None else {"endpoint": otlp or None, "content": otlp_content},
         max_recorder_wait=max_recorder_wait,
         upstream_ca=upstream_ca, cert=cert, key=key, record_credentials=record_credentials,
@@ -339,9 +404,64 @@ def _listen(
     )  # fmt: skip
     try:
         return run(options, report)
-    except ListenError as error:
+    except AddressError as error:
         report(str(error))
         return 2
+
+
+def _how_to_run(program: str) -> str:
+    """``program`` as the user can type it: its name when it is on PATH, else its path beside
+    this interpreter (a virtualenv's ``bin`` that is not activated), relative when shorter."""
+    import shutil
+
+    beside = Path(sys.executable).parent / program
+    if shutil.which(program) or not beside.exists():
+        return program
+    relative = os.path.relpath(beside)
+    return (
+        relative
+        if len(relative) < len(str(beside)) and not relative.startswith("..")
+        else str(beside)
+    )
+
+
+def _record_bridge(
+    db: Path | None, label: str | None, grace: float, check: bool, otlp: str | None,
+    otlp_content: bool, max_recorder_wait: float, ui: bool, connect: str | None,
+    headers: tuple[str, ...], agent_command: tuple[str, ...],
+) -> None:  # fmt: skip
+    """``record --connect URL``: the stdio bridge to a remote agent (remote/bridge.py); exits."""
+    import os
+
+    from acp_proxy.remote import missing_extra
+    from acp_proxy.remote.bridge_headers import HeaderError, parse_headers, transport_of
+
+    if connect is None:
+        raise click.UsageError("--header needs --connect")
+    if agent_command:
+        raise click.UsageError("--connect takes no agent command")
+    if ui:
+        raise click.UsageError("--ui does not apply to --connect")
+    try:
+        transport = transport_of(connect)
+        parsed = parse_headers(headers, os.environ)
+    except HeaderError as error:
+        raise click.UsageError(str(error)) from None
+    missing = missing_extra()
+    if missing is not None:
+        report(missing)
+        sys.exit(2)
+    from acp_proxy.cli.sinks import recorder_sinks
+    from acp_proxy.remote.bridge_session import BridgeOptions, record_bridge
+
+    otlp_settings: dict[str, object] | None = None
+    if otlp is not None:
+        otlp_settings = {"endpoint": otlp or None, "content": otlp_content}
+    options = BridgeOptions(
+        connect, transport, parsed, resolve_db(db), label=label, grace=grace, check=check,
+        otlp=otlp_settings, max_recorder_wait=max_recorder_wait, sinks=recorder_sinks,
+    )  # fmt: skip
+    sys.exit(record_bridge(options, report))
 
 
 def require_otel() -> None:
@@ -391,5 +511,7 @@ def demo(db: Path | None, label: str, prompts: tuple[str, ...]) -> None:
     database = connect(db_path, create=False)
     summary = summarize(database, resolve_ref(database, label))
     has_datasette = importlib.util.find_spec("datasette") is not None
-    click.echo("\n" + render_summary(summary, db_path, datasette_installed=has_datasette), nl=False)
+    programs = {name: _how_to_run(name) for name in ("sqlite-utils", "datasette")}
+    said = render_summary(summary, db_path, datasette_installed=has_datasette, programs=programs)
+    click.echo("\n" + said, nl=False)
     sys.exit(status)

@@ -108,6 +108,11 @@ def parse_timing(text: str) -> float | None:
     "it live; with --record the live part is recorded as a new connection.",
 )  # fmt: skip
 @click.option(
+    "--listen", metavar="HOST:PORT", help="Be a remote agent instead: serve the recording on "
+    "HOST:PORT over Streamable HTTP and WebSocket (port 0 picks a free one), one replay per "
+    "connection, until SIGINT or SIGTERM (see docs/remote.md).",
+)  # fmt: skip
+@click.option(
     "--timeout", type=click.FloatRange(min=0, max=MAX_SECONDS, min_open=True), default=30.0,
     show_default=True,
     metavar="SECONDS", help="Longest wait for any message the client is expected to send.",
@@ -115,7 +120,7 @@ def parse_timing(text: str) -> float | None:
 def replay_command(
     db: Path | None, ref: str, session: str | None, timing: str, max_gap: float | None,
     on_mismatch: str, ignore: tuple[str, ...], record: bool, to_agent: bool, go_live: bool,
-    timeout: float, agent_command: tuple[str, ...],
+    listen: str | None, timeout: float, agent_command: tuple[str, ...],
 ) -> None:  # fmt: skip
     """Act as the agent of recording REF for the client that runs this command.
 
@@ -138,7 +143,12 @@ def replay_command(
     A JSONL file of several episodes (a cassette) is replayed by following the episode the
     client's conversation matches; with --go-live a conversation no episode holds goes on
     with the agent after --, caught up with what the client was told.
+
+    With --listen HOST:PORT it serves remote clients instead, each connection a replay of its
+    own; it exits 1 if any diverged (or none came), when SIGINT or SIGTERM stops it.
     """
+    if listen is not None and (to_agent or go_live or record or agent_command):
+        raise click.UsageError("--listen takes no agent command, --to-agent, --go-live or --record")
     if go_live and (to_agent or not agent_command):
         raise click.UsageError("--go-live needs the agent command after -- (and no --to-agent)")
     if to_agent or (agent_command and not go_live):
@@ -184,6 +194,8 @@ def replay_command(
             gc.enable()
     scripts = [script for script, _ in loaded]
     what = loaded[0][1]
+    if listen is not None:
+        _listen(listen, scripts, what if len(scripts) == 1 else ref, matcher, options)
     if len(scripts) > 1 or go_live:
         what = f"{ref}" if len(scripts) > 1 else what
         live = agent_command if go_live else None
@@ -203,10 +215,45 @@ def replay_command(
     sys.exit(status)
 
 
+def _listen(
+    listen: str, scripts: list[Script], what: str, matcher: Matcher, options: Options
+) -> None:
+    """``--listen``: serve the recording to remote clients until a signal; exits."""
+    from acp_proxy.remote import missing_extra
+    from acp_proxy.remote.listen_address import (
+        AddressError,
+        bind,
+        endpoint_url,
+        is_loopback,
+        parse_listen,
+    )  # fmt: skip
+
+    missing = missing_extra()
+    if missing is not None:
+        report(missing)
+        sys.exit(EXIT_USAGE)
+    try:
+        host, port = parse_listen(listen)
+        sock = bind(host, port)
+    except AddressError as error:
+        report(str(error))
+        sys.exit(EXIT_USAGE)
+    from acp_proxy.remote.replay_listen import listener_for
+    from acp_proxy.remote.replay_server import serve
+
+    listener = listener_for(scripts, what, matcher, options, report)
+    if not is_loopback(host):
+        report(f"warning: listening on {host}, not loopback: anyone who reaches it is served")
+    report(f"listening on {endpoint_url(sock)}")
+    serve(listener, sock)
+    sys.exit(EXIT_DIVERGED if listener.diverged else 0)
+
+
 def _script(source: Path, ref: str, session: str | None, matcher: Matcher) -> tuple[Script, str]:
     """The replay script of ``ref`` (narrowed to a session), and its name for the summary."""
-    from acp_proxy.replay.script import RecordedFrame, build, select_session
+    from acp_proxy.replay.script import build, select_session
     from acp_proxy.store.replay_reads import load_script
+    from acp_proxy.store.values import RecordedFrame
 
     target, rows = load_script(source, ref, session)
     session = session or target.session_id
@@ -347,7 +394,7 @@ def _to_agent(
 
 def _grace_ns(timeout_ns: int) -> int:
     """How long the agent (and after a signal, the whole run) has to end: at most the timeout."""
-    from acp_proxy.record.spawn import DEFAULT_GRACE
+    from acp_proxy.record.defaults import DEFAULT_GRACE
 
     return min(timeout_ns, int(DEFAULT_GRACE * 1e9))
 

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 import orjson
 
 from acp_proxy.protocol import acp
+from acp_proxy.protocol.decode import json_or_none
 
 AttributeValue = str | bool | int | float | tuple[str, ...]
 Attributes = dict[str, AttributeValue]
@@ -183,13 +184,6 @@ def parse_traceparent(value: Any) -> SpanRef | None:
     return SpanRef(numbers[1], numbers[2])
 
 
-def _loads(raw: bytes | bytearray) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-
-
 def _json(value: Any) -> str:
     try:
         return orjson.dumps(value).decode()
@@ -295,7 +289,7 @@ class SpanBuilder:
             self._malformed += 1
             self._event(self._connection, "acp.frame.malformed", frame, {"acp.frame.kind": kind})
         else:
-            message = _dict(_loads(frame.raw))
+            message = _dict(json_or_none(frame.raw))
             if kind == "request":
                 self._request(frame, message)
             elif kind == "notification":

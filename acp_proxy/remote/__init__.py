@@ -1,11 +1,12 @@
-"""Remote ACP (Streamable HTTP and WebSocket): the reverse proxy ``record --listen``.
+"""Remote ACP (Streamable HTTP and WebSocket): the reverse proxy ``record --listen``, the stdio
+bridge ``record --connect`` and the replay listener ``replay --listen``.
 
 Rules:
 - This package is the async side of recording remote agents: it serves with hypercorn (ASGI:
   HTTP/1.1, h2c and the WebSocket upgrade in one server), connects upstream with aiohttp (HTTP)
-  and websockets (WS), and records through ``record/hub.py`` (the same observer, store and loss
-  accounting as stdio). ``record/`` never imports this package nor asyncio. Why these
-  libraries: docs/design.md, "Remote agents".
+  or httpx (the bridge) and websockets (WS), and records through ``record/hub.py`` (the same
+  observer, store and loss accounting as stdio). ``record/`` never imports this package nor
+  asyncio. Why these libraries: docs/design.md, "Remote agents".
 - Its libraries are the optional ``remote`` extra: ``missing_extra`` gives the one line to say
   when they are not installed (exit 2), before anything else is done.
 """
@@ -14,7 +15,8 @@ from __future__ import annotations
 
 import importlib.util
 
-EXTRA_MODULES = ("hypercorn", "aiohttp", "websockets")
+# record --listen forwards with aiohttp; record --connect speaks to its agent with httpx (h2).
+EXTRA_MODULES = ("hypercorn", "aiohttp", "httpx", "h2", "websockets")
 
 
 def _importable(name: str) -> bool:

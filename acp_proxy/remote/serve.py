@@ -7,8 +7,9 @@ Rules:
 - hypercorn serves the socket (``fd://``): HTTP/1.1, h2c (prior knowledge or upgrade) and h2
   over TLS, and WebSocket, with the proxy's ASGI app (proxy.py). It adds no ``Server`` or
   ``Date`` header of its own: the upstream's pass through.
-- ``--listen`` binds loopback unless told otherwise; any other address is warned about once.
-  ``PORT`` 0 picks a free port. The address is said on stderr:
+- ``--listen`` is read and bound by remote/listen_address.py (shared with ``replay
+  --listen``): loopback unless told otherwise, any other address is warned about once, ``PORT``
+  0 picks a free port. The address is said on stderr:
   ``acp-proxy: listening on http://127.0.0.1:PORT/acp`` (``https`` with ``--cert``/``--key``).
 - SIGINT, SIGTERM and SIGHUP stop the listener: open requests get ``GRACE_SECONDS`` to end,
   every connection still open is recorded as ``dropped`` (the listener stopped), and the
@@ -19,21 +20,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 import signal
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from acp_proxy.record.recording import FLUSH_DEADLINE
 from acp_proxy.stderr import Reporter
 
+if TYPE_CHECKING:
+    from acp_proxy.record.recorder import SinkFactory
+
 GRACE_SECONDS = 2.0
-
-
-class ListenError(ValueError):
-    """A ``--listen`` address that cannot be served (said as a usage error)."""
 
 
 @dataclass
@@ -51,49 +51,7 @@ class ListenOptions:
     record_credentials: bool = False
     ui: bool = False
     flush_deadline: float = FLUSH_DEADLINE
-
-
-def parse_listen(text: str) -> tuple[str, int]:
-    """``HOST:PORT``, ``:PORT`` (loopback), ``PORT`` or ``[V6]:PORT`` -> (host, port)."""
-    host, _, port_text = text.rpartition(":")
-    if not _ and text.isdigit():
-        host, port_text = "", text
-    host = host.strip("[]") or "127.0.0.1"
-    try:
-        port = int(port_text)
-    except ValueError:
-        raise ListenError(f"--listen wants HOST:PORT, not {text!r}") from None
-    if not 0 <= port <= 65535:
-        raise ListenError(f"--listen port out of range: {port}")
-    return host, port
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def bind(host: str, port: int) -> socket.socket:
-    """The listening socket (raises ListenError with the reason)."""
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except socket.gaierror as error:
-        raise ListenError(f"cannot listen on {host}:{port}: {error.strerror}") from None
-    family, kind, proto, _, address = infos[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(1024)
-    except OSError as error:
-        sock.close()
-        raise ListenError(f"cannot listen on {host}:{port}: {error.strerror}") from None
-    sock.set_inheritable(True)
-    return sock
+    sinks: SinkFactory | None = None  # each connection's recorder sinks (cli/sinks.py)
 
 
 def listen_url(sock: socket.socket, path: str, secure: bool) -> str:
@@ -105,6 +63,7 @@ def listen_url(sock: socket.socket, path: str, secure: bool) -> str:
 def run(options: ListenOptions, report: Reporter) -> int:
     """Serve until a signal; the exit status (0, or 1 when the recording failed)."""
     from acp_proxy.record.hub import RecordingHub
+    from acp_proxy.remote.listen_address import bind, is_loopback, parse_listen
     from acp_proxy.remote.upstream import Endpoint
 
     endpoint = Endpoint.parse(options.upstream)
@@ -117,7 +76,7 @@ def run(options: ListenOptions, report: Reporter) -> int:
             "can talk to the upstream agent through this proxy"
         )
     hub = RecordingHub.start(
-        options.db_path, report, check=options.check, otlp=options.otlp,
+        options.db_path, report, check=options.check, otlp=options.otlp, sinks=options.sinks,
         close_in_child=[sock.fileno()],
     )  # fmt: skip
     inspector = None

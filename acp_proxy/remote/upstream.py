@@ -124,7 +124,7 @@ class Upstream:
                 limit=0,
                 ssl=self._tls if self._tls else True,
                 keepalive_timeout=IDLE_KEEP_SECONDS,
-            ),  # fmt: skip
+            ),
             timeout=aiohttp.ClientTimeout(total=None, connect=CONNECT_SECONDS),
             auto_decompress=False,
             skip_auto_headers=_LIBRARY_HEADERS,

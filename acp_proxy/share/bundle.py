@@ -6,7 +6,9 @@ Rules:
   re-importable with ``acp-proxy import``), ``check.txt`` and ``check.json`` (the ``check``
   findings), and ``transcript.md`` (the Markdown conversation). Everything in it is derived
   from the redacted frames: they are imported into a temporary database first, and the
-  findings and the transcript are read from there. The placeholder map is never in it.
+  findings and the transcript are read from there. The transcript joins message chunks, so
+  it passes the export's redactor once more (a secret split over two chunks is whole only
+  there). The placeholder map is never in it.
 - Check rules that need the official schemas (ACP000) run only when schemas are installed; if
   not, the other rules run and the manifest says so.
 - Reading a bundle (as a REF, by ``import``, by ``redact --verify``) is
@@ -20,6 +22,7 @@ from __future__ import annotations
 import io
 import platform
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +38,13 @@ def run_checks(
     db: store_read.Database, connection_id: int, schema_dir: Path | None
 ) -> tuple[str, str, dict[str, Any]]:
     """``check`` on one connection: its text and JSON reports, and how it was checked."""
-    from acp_proxy.check.engine import Checker, select_rules
-    from acp_proxy.check.report import Checked, render_json, render_text
+    from acp_proxy.check.engine import select_rules
+    from acp_proxy.check.report import render_json, render_text
     from acp_proxy.check.schema_files import SchemasUnavailable, origin, origin_text
     from acp_proxy.check.schema_setup import obtain
+    from acp_proxy.check.scope_check import check_scope
     from acp_proxy.stderr import report
-    from acp_proxy.store.frames import frames, scope
+    from acp_proxy.store.refs import connection_scope
 
     how: dict[str, Any] = {"schemas": None, "skipped": []}
     source = None
@@ -56,18 +60,9 @@ def run_checks(
         rules = select_rules(ignore=["ACP000"])
         how["skipped"] = ["ACP000"]
         how["note"] = "schemas not installed (or not usable): ACP000 (schema validation) not run"
-    target = scope(db, str(connection_id))
-    checker = Checker(
-        book, rules=rules, protocol_version=target.protocol_version, connection_id=connection_id
-    )
-    findings, count = [], 0
-    for record in frames(db, target):
-        count += 1
-        findings += checker.observe(record)
-    findings += checker.finish()
-    checked = [Checked(connection_id, target.label, target.protocol_version, count, findings)]
+    checked = [check_scope(db, connection_scope(db, connection_id), book, rules)]
     how["rules"] = len(rules)
-    how["findings"] = len(findings)
+    how["findings"] = len(checked[0].findings)
     ordered = sorted(rules)
     return render_text(checked, ordered), render_json(checked, ordered, source), how
 
@@ -79,9 +74,11 @@ def _peer(info: Any) -> dict[str, Any] | None:
 
 
 def build_members(
-    jsonl: bytes, redaction: dict[str, Any], schema_dir: Path | None
-) -> dict[str, bytes]:
-    """Every member of a bundle, from the redacted export ``jsonl``."""
+    jsonl: bytes, redaction: dict[str, Any], schema_dir: Path | None,
+    redact_text: Callable[[str], str] = str,
+) -> dict[str, bytes]:  # fmt: skip
+    """Every member of a bundle, from the redacted export ``jsonl``; ``redact_text`` is the
+    export's redactor, for the transcript (which joins chunks a secret may be split over)."""
     from acp_proxy.inspect.export import export
 
     db_path, (connection_id, *_) = import_temporary(iter(io.BytesIO(jsonl)))
@@ -107,7 +104,7 @@ def build_members(
         FRAMES_MEMBER: jsonl,
         "check.txt": text.encode(),
         "check.json": as_json.encode(),
-        "transcript.md": transcript.getvalue(),
+        "transcript.md": redact_text(transcript.getvalue().decode()).encode(),
     }
 
 

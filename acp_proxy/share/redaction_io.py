@@ -28,11 +28,11 @@ import orjson
 
 from acp_proxy import __version__
 from acp_proxy.errors import AcpProxyError, UnreadableRecording
-from acp_proxy.inspect.export import FORMAT, FORMAT_VERSION, frame_line
 from acp_proxy.share.redact import Redactor
 from acp_proxy.share.secrets import Finder, environment_secrets
 from acp_proxy.share.verify import Leak, Verifier
 from acp_proxy.store import readers as store_read
+from acp_proxy.store.jsonl import FORMAT, frame_line, header_line
 
 SPOOL_BYTES = 32 << 20
 PLACEHOLDER_FORM = "[redacted:KIND:N]"
@@ -91,11 +91,8 @@ def redacted_export(
             spool.write(line)
             progress(1)
         redactor.finish_connection(connection)
-        header = {
-            "format": FORMAT, "version": FORMAT_VERSION, "connection": connection,
-            "redaction": redaction_summary(redactor, changed_frames, changed_connection),
-        }  # fmt: skip
-        line = orjson.dumps(header) + b"\n"
+        summary = redaction_summary(redactor, changed_frames, changed_connection)
+        line = header_line(connection, redaction=summary)
         leaks = verifier.jsonl_line("jsonl", 1, line) + leaks
         out.write(line)
         spool.seek(0)

@@ -40,15 +40,18 @@ def losses(db: sqlite3.Connection, connection_id: int) -> tuple[int, int, str | 
     return (0, 0, None) if row is None else (int(row[0] or 0), int(row[1] or 0), row[2])
 
 
-def frames(db: sqlite3.Connection, target: Scope) -> Iterator[FrameRecord]:
-    """The frames of a connection (or one session of it), in ``seq`` order."""
-    query = f"{_SELECT} WHERE connection_id = ?"
-    args: list[int | str] = [target.connection_id]
+def frames(
+    db: sqlite3.Connection, target: Scope, *, after_seq: int = 0, limit: int = -1
+) -> Iterator[FrameRecord]:
+    """The frames of a connection (or one session of it) after ``after_seq``, in ``seq`` order,
+    at most ``limit`` of them (all when negative)."""
+    query = f"{_SELECT} WHERE connection_id = ? AND seq > ?"
+    args: list[int | str] = [target.connection_id, after_seq]
     if target.session_id is not None:
         query += " AND session_id = ?"
         args.append(target.session_id)
     try:
-        cursor = db.execute(query + " ORDER BY seq", args)
+        cursor = db.execute(query + " ORDER BY seq LIMIT ?", [*args, limit])
         while rows := cursor.fetchmany(_BATCH):
             for row in rows:
                 yield FrameRecord._make(row)

@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from acp_proxy.errors import UnknownRecording
+from acp_proxy.protocol.decode import column_value
 from acp_proxy.protocol.latency import Call
 from acp_proxy.store.database import connect
 from acp_proxy.store.values import ConnectionRow, FrameRow
@@ -49,20 +48,11 @@ def open_for_reading(path: Path) -> sqlite3.Connection:
     return connect(path, create=False, readonly=True)
 
 
-def _loads(text: str | None) -> Any:
-    if text is None:
-        return None
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return text
-
-
 def _connection(row: tuple[Any, ...]) -> ConnectionRow:
     values = list(row)
-    values[6] = _loads(values[6]) or []
-    values[13], values[14] = _loads(values[13]), _loads(values[14])
-    values[19] = _loads(values[19])
+    values[6] = column_value(values[6]) or []
+    values[13], values[14] = column_value(values[13]), column_value(values[14])
+    values[19] = column_value(values[19])
     return ConnectionRow(*values)
 
 
@@ -119,30 +109,47 @@ def counts(db: sqlite3.Connection, connection_id: int) -> ConnectionCounts:
 
 @dataclass(frozen=True, slots=True)
 class FrameFilter:
+    """Which frames ``show``, ``tail``, the MCP server and the inspector's timeline list: every
+    field optional, combined with AND.
+
+    ``text`` is a substring of the frame's raw bytes in which ASCII letters match either case
+    (``Error`` finds ``error`` and ``ERROR``) and every other character only itself: the one
+    case rule of every surface that filters frames by text (SQLite's LIKE).
+    """
+
     session: str | None = None
     method: str | None = None  # a GLOB pattern: session/* matches every session method
     kind: str | None = None  # a frame kind (request, ...) or an update kind
     direction: str | None = None  # c2a, a2c, stderr (or client, agent)
-    grep: str | None = None  # substring of the raw bytes (case-sensitive)
+    text: str | None = None  # a substring of the raw bytes (see above for case)
+
+    @property
+    def empty(self) -> bool:
+        return not any((self.session, self.method, self.kind, self.direction, self.text))
+
+    def key(self) -> tuple[str | None, ...]:
+        return (self.session, self.method, self.kind, self.direction, self.text)
 
     def where(self) -> tuple[str, list[Any]]:
+        """SQL ``AND`` clauses over ``frame f`` and their values (never text of the filter)."""
         clauses: list[str] = []
         values: list[Any] = []
-        if self.session is not None:
+        if self.session:
             clauses.append("f.session_id = ?")
             values.append(self.session)
-        if self.method is not None:
+        if self.method:
             clauses.append("f.method GLOB ?")
             values.append(self.method)
-        if self.kind is not None:
+        if self.kind:
             clauses.append("(f.kind = ? OR f.update_kind = ?)")
             values += [self.kind, self.kind]
-        if self.direction is not None:
+        if self.direction:
             clauses.append("f.direction = ?")
             values.append(DIRECTIONS.get(self.direction, self.direction))
-        if self.grep is not None:
-            clauses.append("instr(f.raw, ?) > 0")
-            values.append(self.grep.encode())
+        if self.text:
+            escaped = self.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            clauses.append("CAST(f.raw AS TEXT) LIKE ? ESCAPE '\\'")
+            values.append(f"%{escaped}%")
         return "".join(f" AND {c}" for c in clauses), values
 
 

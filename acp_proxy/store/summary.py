@@ -3,7 +3,7 @@
 Rules:
 - Read-only: one connection row and what the views (``rpc_calls``, ``prompt_turns``) say of it;
   an unknown connection id is ``UnknownRecording``.
-- JSON columns are decoded strictly: a column the proxy wrote is valid JSON or NULL.
+- JSON columns are decoded by ``protocol.decode.column_value``, as every reader does.
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from acp_proxy.errors import UnknownRecording
+from acp_proxy.protocol.decode import column_value
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,14 +65,10 @@ def summarize(db: sqlite3.Connection, connection_id: int) -> ConnectionSummary:
     ).fetchall()
     return ConnectionSummary(
         connection_id=connection_id, label=row[0], status=row[1], exit_code=row[2],
-        exit_signal=row[3], protocol_version=row[4], client_info=_loads(row[5]),
-        agent_info=_loads(row[6]), duration_ms=row[7],
+        exit_signal=row[3], protocol_version=row[4], client_info=column_value(row[5]),
+        agent_info=column_value(row[6]), duration_ms=row[7],
         frames={"c2a": row[8], "a2c": row[9], "stderr": row[10]},
         calls=[tuple(c) for c in calls], updates=[tuple(u) for u in updates],
-        prompt_turns=[tuple(t) for t in turns], argv=_loads(row[11]) or [], error=row[12],
-        client_argv=_loads(row[13]),
+        prompt_turns=[tuple(t) for t in turns], argv=column_value(row[11]) or [], error=row[12],
+        client_argv=column_value(row[13]),
     )  # fmt: skip
-
-
-def _loads(text: str | None) -> Any:
-    return None if text is None else orjson.loads(text)

@@ -9,22 +9,19 @@ Rules:
   has no gap and no duplicate.
 - Scans that could cover a whole recording (``scan_keys``, ``tail``) take a limit and a place
   to start from, so callers page through a million frames in bounded steps.
-- Filters are parameters, never text: ``UiFilter.where`` builds SQL from constant fragments.
-  The text filter is case-insensitive for ASCII letters (SQLite's LIKE) and exact elsewhere.
+- Filters are parameters, never text: ``FrameFilter.where`` (readers.py, the one filter of
+  every surface) builds SQL from constant fragments.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from acp_proxy.protocol.observer import FRAME_COLUMNS, FrameRecord
-from acp_proxy.store.readers import DIRECTIONS
+from acp_proxy.protocol.decode import column_value
+from acp_proxy.store.readers import FrameFilter
 
 SUMMARY_COLUMNS = (
     "id", "seq", "direction", "mono_ns", "wall_ns", "size", "kind", "rpc_id", "method",
@@ -41,46 +38,6 @@ _WITH_PREVIEW = (
     "LEFT JOIN frame r ON r.connection_id = f.connection_id AND r.seq = f.request_seq "
 )
 PREVIEW_BYTES = 4096
-_RECORD = ", ".join(FRAME_COLUMNS)
-
-
-@dataclass(frozen=True, slots=True)
-class UiFilter:
-    """The timeline filters of the page: all optional, combined with AND."""
-
-    direction: str | None = None  # c2a, a2c, stderr (or client, agent)
-    kind: str | None = None  # frame kind or update kind
-    method: str | None = None  # a GLOB: session/*
-    session: str | None = None
-    text: str | None = None  # substring of the raw bytes, ASCII case folded
-
-    @property
-    def empty(self) -> bool:
-        return not any((self.direction, self.kind, self.method, self.session, self.text))
-
-    def key(self) -> tuple[str | None, ...]:
-        return (self.direction, self.kind, self.method, self.session, self.text)
-
-    def where(self) -> tuple[str, list[Any]]:
-        clauses: list[str] = []
-        values: list[Any] = []
-        if self.direction:
-            clauses.append("f.direction = ?")
-            values.append(DIRECTIONS.get(self.direction, self.direction))
-        if self.kind:
-            clauses.append("(f.kind = ? OR f.update_kind = ?)")
-            values += [self.kind, self.kind]
-        if self.method:
-            clauses.append("f.method GLOB ?")
-            values.append(self.method)
-        if self.session:
-            clauses.append("f.session_id = ?")
-            values.append(self.session)
-        if self.text:
-            escaped = self.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            clauses.append("CAST(f.raw AS TEXT) LIKE ? ESCAPE '\\'")
-            values.append(f"%{escaped}%")
-        return "".join(f" AND {c}" for c in clauses), values
 
 
 # --------------------------------------------------------------------------- the database
@@ -121,15 +78,6 @@ def connection_states(db: sqlite3.Connection) -> list[tuple[int, str, int]]:
 # --------------------------------------------------------------------------- recordings
 
 
-def _loads(text: Any) -> Any:
-    if not isinstance(text, str):
-        return None
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return text
-
-
 _CONNECTION = (
     "id", "uid", "label", "status", "started_ns", "ended_ns", "argv", "cwd", "exit_code",
     "exit_signal", "error", "protocol_version", "client_info", "agent_info", "frames_c2a",
@@ -145,9 +93,9 @@ def connection_head(db: sqlite3.Connection, connection_id: int) -> dict[str, Any
     if row is None:
         return None
     record = dict(zip(_CONNECTION, row, strict=True))
-    record["argv"] = _loads(record["argv"]) or []
-    record["client_info"] = _loads(record["client_info"])
-    record["agent_info"] = _loads(record["agent_info"])
+    record["argv"] = column_value(record["argv"]) or []
+    record["client_info"] = column_value(record["client_info"])
+    record["agent_info"] = column_value(record["agent_info"])
     first = db.execute(
         "SELECT mono_ns FROM frame WHERE connection_id = ? ORDER BY seq LIMIT 1", (connection_id,)
     ).fetchone()
@@ -212,7 +160,7 @@ def _summaries(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
 
 
 def scan_keys(
-    db: sqlite3.Connection, connection_id: int, where: UiFilter, after_seq: int, limit: int
+    db: sqlite3.Connection, connection_id: int, where: FrameFilter, after_seq: int, limit: int
 ) -> list[tuple[Any, ...]]:
     """Up to ``limit`` frames after ``after_seq`` that pass ``where``, as ``KEY_COLUMNS``."""
     clauses, values = where.where()
@@ -253,7 +201,7 @@ def summaries_at(
 def frames_between(
     db: sqlite3.Connection,
     connection_id: int,
-    where: UiFilter,
+    where: FrameFilter,
     first_seq: int,
     last_seq: int,
     limit: int,
@@ -356,14 +304,51 @@ def tail(
     return out
 
 
-def raw_frames(
-    db: sqlite3.Connection, connection_id: int, after_seq: int = 0, limit: int = -1
-) -> Iterator[FrameRecord]:
-    """Frames of a connection after ``after_seq`` as ``FrameRecord`` rows, streamed in order."""
+def call_spans(db: sqlite3.Connection, connection_id: int, limit: int) -> list[tuple[Any, ...]]:
+    """The first ``limit`` requests as ``(seq, method, direction, start mono_ns, latency_ns,
+    is_error, answer seq)``; latency and answer are None for a request not answered."""
     cursor = db.execute(
-        f"SELECT {_RECORD} FROM frame WHERE connection_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-        (connection_id, after_seq, limit),
+        "SELECT req.seq, req.method, req.direction, req.mono_ns, resp.mono_ns - req.mono_ns, "
+        "resp.kind = 'error', resp.seq FROM frame req LEFT JOIN frame resp "
+        "ON resp.connection_id = req.connection_id AND resp.request_seq = req.seq "
+        "WHERE req.connection_id = ? AND req.kind = 'request' ORDER BY req.seq LIMIT ?",
+        (connection_id, limit),
     )
-    while rows := cursor.fetchmany(1024):
-        for row in rows:
-            yield FrameRecord._make(row)
+    return [tuple(r) for r in cursor]
+
+
+def requests_with_answers(
+    db: sqlite3.Connection, connection_id: int, methods: Sequence[str], limit: int
+) -> list[tuple[Any, ...]]:
+    """The first ``limit`` requests of ``methods`` as ``(seq, method, request raw, answer raw)``
+    (answer raw is None while unanswered): the session info's sources."""
+    marks = ", ".join("?" for _ in methods)
+    cursor = db.execute(
+        "SELECT req.seq, req.method, req.raw, resp.raw FROM frame req LEFT JOIN frame resp "
+        "ON resp.connection_id = req.connection_id AND resp.request_seq = req.seq "
+        f"WHERE req.connection_id = ? AND req.kind = 'request' AND req.method IN ({marks}) "
+        "ORDER BY req.seq LIMIT ?",
+        (connection_id, *methods, limit),
+    )
+    return [(r[0], r[1], bytes(r[2]), None if r[3] is None else bytes(r[3])) for r in cursor]
+
+
+def extension_methods(db: sqlite3.Connection, connection_id: int) -> list[tuple[str, str, int]]:
+    """Methods outside the protocol's names (``_`` first) with direction and count."""
+    cursor = db.execute(
+        "SELECT method, direction, count(*) FROM frame WHERE connection_id = ? "
+        "AND method GLOB '_*' GROUP BY method, direction ORDER BY method",
+        (connection_id,),
+    )
+    return [(str(m), str(d), int(n)) for m, d, n in cursor]
+
+
+def change_stamp(db: sqlite3.Connection) -> tuple[int, ...]:
+    """Changes whenever a frame, connection, status or stored finding is added (cheap: ends
+    of indexes): answers computed at one stamp can be served again while it holds."""
+    row = db.execute(
+        "SELECT (SELECT coalesce(max(id), 0) FROM frame), (SELECT count(*) FROM connection), "
+        "(SELECT count(*) FROM connection WHERE status = 'running'), "
+        "(SELECT coalesce(max(id), 0) FROM finding)"
+    ).fetchone()
+    return tuple(int(x) for x in row)

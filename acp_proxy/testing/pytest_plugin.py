@@ -29,6 +29,14 @@ Rules:
   In ``new_episodes`` every episode is driven, then the client (if given) is run too: its
   conversation is appended when its client side is in no episode, and must match the episode
   whose client side it repeats otherwise.
+- ``acp_agent_url`` (testing a remote client): the URL of the cassette served as a remote agent
+  (``replay --listen 127.0.0.1:0``, Streamable HTTP and WebSocket on the same address: a
+  WebSocket client uses it with ``ws://``). After the test the listener is stopped; a
+  connection that diverged (or no connection at all) fails the test with replay's summaries,
+  once, as ``acp_agent_command`` does. When the cassette is being recorded, the URL is that of
+  ``record --listen 127.0.0.1:0 --upstream REAL_URL`` in front of the real remote agent
+  (``agent_url=`` on the marker, or the ``acp_real_agent_url`` fixture), and the cassette is
+  written from its first connection after the test.
 - Cassettes are redacted by default (``redact=False`` on the marker keeps them as recorded).
 - Child commands run as ``sys.executable -m acp_proxy``; every wait has a timeout.
 """
@@ -36,9 +44,11 @@ Rules:
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,8 +106,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "acp_cassette(name=None, record_mode=None, agent=None, redact=True): run against the ACP "
-        "cassette cassettes/NAME.jsonl next to the test file (acp-proxy).",
+        "acp_cassette(name=None, record_mode=None, agent=None, agent_url=None, redact=True): run "
+        "against the ACP cassette cassettes/NAME.jsonl next to the test file (acp-proxy).",
     )
 
 
@@ -171,6 +181,101 @@ def acp_agent_command(
         return
     for connection in new:
         _append(cassette, str(connection))
+
+
+@pytest.fixture
+def acp_real_agent_url(request: pytest.FixtureRequest) -> str | None:
+    """The real remote agent to record with (``agent_url=`` on the marker); override it."""
+    marker = request.node.get_closest_marker("acp_cassette")
+    url = marker.kwargs.get("agent_url") if marker else None
+    return str(url) if url else None
+
+
+@pytest.fixture
+def acp_agent_url(
+    request: pytest.FixtureRequest, acp_cassette: Cassette, acp_real_agent_url: str | None
+) -> Iterator[str]:
+    cassette = acp_cassette
+    if cassette.recording:
+        if not acp_real_agent_url:
+            pytest.fail(
+                f"cassette {cassette.path} must be recorded (mode {cassette.mode}) but no real "
+                "agent URL was given (agent_url= on acp_cassette, or the acp_real_agent_url "
+                "fixture)"
+            )
+        argv = [*PROXY, "record", "--db", str(cassette.db), "--listen", "127.0.0.1:0"]
+        argv += ["--upstream", acp_real_agent_url]
+        with _listening(argv) as (url, _):
+            yield url
+        _save_first(cassette)
+        return
+    argv = [*PROXY, "replay", "--db", str(cassette.db), "--listen", "127.0.0.1:0"]
+    argv.append(str(cassette.path))
+    with _listening(argv) as (url, ended):
+        yield url
+    status, said = ended()
+    if status != 0:
+        _fail_once(request, f"the client diverged from {cassette.path}:\n{said}")
+
+
+@contextmanager
+def _listening(
+    argv: list[str],
+) -> Iterator[tuple[str, Callable[[], tuple[int | None, str]]]]:
+    """A listening acp-proxy command: its URL, then (once stopped) its status and words."""
+    process = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    said: list[str] = []
+    ended: list[int | None] = []
+
+    def outcome() -> tuple[int | None, str]:
+        return (ended[0] if ended else None), "".join(said)
+
+    try:
+        assert process.stderr is not None
+        first = _first_line(process, DEFAULT_TIMEOUT)
+        if "listening on " not in first:
+            process.kill()
+            words = process.communicate()[1].decode("utf-8", "replace")
+            pytest.fail(f"{' '.join(argv)} did not start:\n{first}{words}", pytrace=False)
+        yield first.split("listening on ", 1)[1].split()[0], outcome
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        try:
+            _, rest = process.communicate(timeout=DEFAULT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            _, rest = process.communicate()
+        said.append(rest.decode("utf-8", "replace"))
+        ended.append(process.returncode)
+
+
+def _first_line(process: subprocess.Popen[bytes], timeout: float) -> str:
+    """The first line the process says on stderr, waited for at most ``timeout`` seconds."""
+    import selectors
+
+    assert process.stderr is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stderr, selectors.EVENT_READ)
+        if not selector.select(timeout):
+            return ""
+    return process.stderr.readline().decode("utf-8", "replace")
+
+
+def _save_first(cassette: Cassette) -> None:
+    try:
+        _replace_with(cassette, exported(cassette.db, "1", cassette.path, redact=cassette.redact))
+    except CassetteError as error:
+        pytest.fail(f"cassette {cassette.path}: {error}", pytrace=False)
+
+
+def _replace_with(cassette: Cassette, data: bytes) -> None:
+    cassette.path.parent.mkdir(parents=True, exist_ok=True)
+    scratch = cassette.path.with_name(f".{cassette.path.name}.tmp")
+    scratch.write_bytes(data)
+    scratch.replace(cassette.path)
 
 
 @pytest.fixture

@@ -30,9 +30,9 @@ def test_ls_lists_connections_and_sessions(recorded: Path) -> None:
     lines = run(recorded, "ls").output.splitlines()
     assert lines[0].startswith("1 v1 ")
     assert "agent-x 2.0 <- zed 1.0" in lines[0]
-    assert "16 frames  1 turns" in lines[0]
-    assert "1 errors" in lines[0]
-    assert lines[1].split() == ["session", "sess_1", "1", "turns"]
+    assert "16 frames  1 turn " in lines[0]
+    assert lines[0].endswith(", 1 error")
+    assert lines[1].split() == ["session", "sess_1", "1", "turn"]
     assert lines[2].startswith("2 v2 ")
     assert "\x1b[" not in run(recorded, "ls").output  # plain when not a terminal
     records = [json.loads(x) for x in run(recorded, "ls", "--json").output.splitlines()]
@@ -67,6 +67,9 @@ def test_show_filters(recorded: Path) -> None:
     assert seqs("v1", "--method", "session/*", "--direction", "client") == [4, 6, 10, 15]
     assert seqs("v1", "--kind", "agent_message_chunk") == [11]
     assert seqs("v1", "--grep", "Hello") == [11]
+    # The one case rule of every frame filter (the inspector's too): ASCII letters either case.
+    assert seqs("v1", "--grep", "hELLO") == [11]
+    assert seqs("v1", "--grep", "H_llo") == []  # LIKE's wildcards are plain characters
     assert seqs("v2", "--session", "sess_abc123def456", "--kind", "state_update") == [8, 20, 22, 26]
     assert seqs("v1", "--from", "10", "-n", "2") == [10, 11]  # inclusive
     assert seqs("v1", "--from", "10", "--to", "12") == [10, 11, 12]

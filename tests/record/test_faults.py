@@ -32,14 +32,24 @@ def _payload(path: Path, count: int, pad: int = 900) -> list[bytes]:
 
 
 def _recorder_pid(proxy: subprocess.Popen[bytes]) -> int:
+    """The recorder: forked from the proxy without exec, so it has the proxy's command line.
+
+    The agent is spawned (and has exec'd) before the recorder is forked, so the recorder is
+    looked for only once both children exist: a child caught between fork and exec has the
+    proxy's command line too, and a busy machine makes that window wide.
+    """
     deadline = time.monotonic() + 10
+    children: list[str] = []
     while time.monotonic() < deadline:
         children = Path(f"/proc/{proxy.pid}/task/{proxy.pid}/children").read_text().split()
-        pids = [int(p) for p in children if b"acp_proxy" in Path(f"/proc/{p}/cmdline").read_bytes()]
-        if pids:
-            return pids[0]
+        if len(children) >= 2:
+            pids = [
+                int(p) for p in children if b"acp_proxy" in Path(f"/proc/{p}/cmdline").read_bytes()
+            ]
+            if len(pids) == 1:
+                return pids[0]
         time.sleep(0.01)
-    raise AssertionError("no recorder process")
+    raise AssertionError(f"no recorder process among the proxy's children {children}")
 
 
 def _read_all(fd: int, expected: bytes, seconds: float) -> float:

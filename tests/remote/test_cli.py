@@ -27,13 +27,17 @@ def _record(tmp_path: Path, *args: str, code: int = 2) -> str:
     [
         (["--listen", "127.0.0.1:0"], "--listen needs --upstream URL"),
         (["--listen", "127.0.0.1:0", "--upstream", "ftp://x/acp"], "must be an http(s)"),
-        (["--listen", "nowhere", "--upstream", "http://x/acp"], "--listen wants HOST:PORT"),
+        (["--listen", "nowhere", "--upstream", "http://x/acp"], "give it as HOST:PORT"),
         (
             ["--listen", "127.0.0.1:0", "--upstream", "http://x/acp", "--", "agent"],
             "give no agent command",
         ),
         (["--upstream", "http://x/acp", "--", "agent"], "--upstream needs --listen"),
-        ([], "record needs an agent command"),
+        (
+            ["--listen", "127.0.0.1:0", "--upstream", "http://x/acp", "--connect", "http://y/acp"],
+            "--listen and --connect do not go together",
+        ),
+        ([], "or --listen HOST:PORT"),
     ],
 )
 def test_mistakes_are_one_line(tmp_path: Path, args: list[str], said: str) -> None:
@@ -50,7 +54,7 @@ def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:
         port = taken.getsockname()[1]
         stderr = _record(tmp_path, "--listen", f"127.0.0.1:{port}", "--upstream", "http://x/acp")
     assert stderr.count("\n") == 1
-    assert f"cannot listen on 127.0.0.1:{port}" in stderr
+    assert f"--listen 127.0.0.1:{port}: " in stderr
 
 
 def test_without_the_extra_one_line_says_how_to_get_it(tmp_path: Path) -> None:

@@ -4,8 +4,8 @@ Rules:
 - Pure formatting: values in, strings out (styled with ANSI codes; ``click.echo`` drops
   the colour when the output is not a terminal).
 - One frame is one line (``frame_line``), so ``show`` and ``tail`` stream and ``grep`` works
-  on their output. Previews are cut at ``PREVIEW`` characters (on a terminal, to what its
-  width leaves) and never contain a newline.
+  on their output. Previews (preview.py, the same words as the inspector's) are cut at
+  ``PREVIEW`` characters (on a terminal, to what its width leaves) and never contain a newline.
 - ``frame_json`` is the machine-readable form of a frame (``--json``): one object per line.
 """
 
@@ -13,15 +13,20 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from acp_proxy.display import json_visible, visible
 from acp_proxy.inspect.render import words as present
+from acp_proxy.inspect.render.preview import cut, frame_preview, one_line
 from acp_proxy.inspect.render.style import style
-from acp_proxy.inspect.transcript.values import PromptTurn
+from acp_proxy.plural import counted, noun
+from acp_proxy.protocol.decode import json_or_none
 from acp_proxy.store.values import ConnectionRow, FrameRow
+
+if TYPE_CHECKING:
+    from acp_proxy.inspect.transcript.values import PromptTurn
 
 PREVIEW = 100
 MIN_PREVIEW = 8  # narrower than this, a preview says nothing: the line goes without
@@ -30,54 +35,13 @@ DIRECTION_STYLE = {"c2a": ("c2a", "cyan"), "a2c": ("a2c", "green"), "stderr": ("
 KIND_COLOURS = {"error": "red", "unparseable": "red", "invalid": "red", "response": "blue"}
 
 
-def _parse(raw: bytes) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-
-
 def _cut(text: str, width: int = PREVIEW) -> str:
-    text = " ".join(text.split())
-    text = text if len(text) <= width else text[: width - 1] + "…"
-    return visible(text)
-
-
-def _update_preview(update: dict[str, Any]) -> str:
-    for name in ("content", "summary"):
-        if name in update:
-            return present.content_text(update[name])
-    if "plan" in update or "entries" in update:
-        plan = update.get("plan", update)
-        entries = plan.get("entries") if isinstance(plan, dict) else None
-        return " | ".join(present.plan_line(e) for e in entries or [])
-    for name in ("title", "status", "state", "currentModeId"):
-        if isinstance(update.get(name), str):
-            extra = update.get("stopReason") or update.get("status") if name != "status" else None
-            return f"{update[name]}" + (f" {extra}" if isinstance(extra, str) else "")
-    if "used" in update:
-        return present.usage_text(update)
-    return ""
+    return visible(cut(one_line(text), width))
 
 
 def preview(frame: FrameRow) -> str:
-    """A short description of what the frame says, beyond its kind and method."""
-    if frame.direction == "stderr" or frame.kind == "unparseable":
-        return _cut(frame.raw.decode(errors="replace"))
-    value = _parse(frame.raw)
-    if not isinstance(value, dict):
-        return _cut(present.to_json(value)) if value is not None else ""
-    params = value.get("params")
-    if frame.update_kind is not None and isinstance(params, dict):
-        update = params.get("update")
-        return _cut(_update_preview(update)) if isinstance(update, dict) else ""
-    if "error" in value and isinstance(value["error"], dict):
-        return _cut(f"{value['error'].get('code')} {value['error'].get('message')}")
-    if isinstance(params, dict):
-        shown = {k: v for k, v in params.items() if k not in ("sessionId", "_meta")}
-        return _cut(present.to_json(shown)) if shown else ""
-    result = value.get("result")
-    return _cut(present.to_json(result)) if result not in (None, {}) else ""
+    """A short description of what the frame says, beyond its kind and method (preview.py)."""
+    return _cut(frame_preview(frame.raw, frame.direction, frame.kind))
 
 
 def _visible(parts: list[str]) -> int:
@@ -141,7 +105,7 @@ def frame_json(frame: FrameRow, first_ns: int | None) -> str:
         "latency_ms": None if frame.latency_ns is None else frame.latency_ns / 1e6,
         "flags": list(frame.flags),
     }  # fmt: skip
-    value = _parse(frame.raw) if frame.kind != "stderr" else None
+    value = json_or_none(frame.raw) if frame.kind != "stderr" else None
     if value is not None:
         record["message"] = value
     else:
@@ -153,7 +117,7 @@ def frame_json(frame: FrameRow, first_ns: int | None) -> str:
 
 
 def pretty_body(frame: FrameRow) -> str:
-    value = _parse(frame.raw) if frame.kind != "stderr" else None
+    value = json_or_none(frame.raw) if frame.kind != "stderr" else None
     body = (
         present.to_json(value, pretty=True)
         if value is not None
@@ -169,15 +133,15 @@ def connection_line(
     label = f" {style(visible(row.label), fg='cyan')}" if row.label else ""
     ending = row.ending
     ending_style = style(visible(ending), fg="green" if ending in ("exit 0", "running") else "red")
-    problems = style(f", {errors} errors", fg="red") if errors else ""
+    problems = style(f", {counted(errors, 'error')}", fg="red") if errors else ""
     if incomplete(row):
-        problems += style(f", incomplete: {row.frames_lost} frames lost", fg="red")
+        problems += style(f", incomplete: {counted(row.frames_lost, 'frame')} lost", fg="red")
     return (
         f"{style(str(row.id), bold=True):>4}{label}  {present.wall(row.started_ns)}  "
         f"{visible(present.peer(row.agent_info, row.argv))} <- "
         f"{visible(present.peer(row.client_info, row.client_argv))}  "
         f"v{row.protocol_version if row.protocol_version is not None else '?'}  "
-        f"{frames} frames  {prompts} turns  {present.duration(duration_ns)}  "
+        f"{counted(frames, 'frame')}  {counted(prompts, 'turn')}  {present.duration(duration_ns)}  "
         f"{ending_style}{problems}"
     )
 
@@ -190,8 +154,9 @@ def incomplete(row: ConnectionRow) -> bool:
 def incomplete_note(row: ConnectionRow) -> str:
     """One line saying what an incomplete recording lost and why (control characters shown)."""
     why = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in row.error or "")
-    return f"connection {row.id} is incomplete: {row.frames_lost} frames were not recorded" + (
-        f" ({why})" if why else ""
+    return (
+        f"connection {row.id} is incomplete: {counted(row.frames_lost, 'frame')} "
+        f"{noun(row.frames_lost, 'was', 'were')} not recorded" + (f" ({why})" if why else "")
     )
 
 

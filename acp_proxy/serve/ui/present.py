@@ -6,7 +6,8 @@ Rules:
   control characters as ``\\n``, ``\\x1b`` ...), so the page can show the exact bytes and
   mark what was escaped without ever interpreting them.
 - Nothing here raises on odd peer values; unknown shapes become JSON text.
-- Previews read only the first bytes of a payload (a 16 MiB frame is never parsed for a row).
+- Previews read only the first bytes of a payload (a 16 MiB frame is never parsed for a row);
+  their words are those of ``show`` (inspect/render/preview.py).
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
 from acp_proxy.inspect.render import words
+from acp_proxy.inspect.render.preview import cut, frame_preview
 from acp_proxy.inspect.transcript.values import (
     Call,
     Compaction,
@@ -35,6 +35,7 @@ from acp_proxy.inspect.transcript.values import (
     TurnMark,
     UnknownUpdate,
 )
+from acp_proxy.protocol.decode import json_or_none
 
 PREVIEW_CHARS = 160
 RUN_TEXT_CHARS = 2000
@@ -75,17 +76,15 @@ def shown_text(text: str) -> str:
 
 
 def _cut(text: str, width: int = PREVIEW_CHARS) -> str:
-    text = shown_text(text)
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return cut(shown_text(text), width)
 
 
 def _parse(head: bytes, size: int) -> Any:
-    if len(head) < size - 1:  # only the first bytes were read
-        return None
-    try:
-        return orjson.loads(head)
-    except orjson.JSONDecodeError:
-        return None
+    return json_or_none(head) if _complete(head, size) else None
+
+
+def _complete(head: bytes, size: int) -> bool:
+    return len(head) >= size - 1  # else only the first bytes were read
 
 
 def chunk_text(update: Mapping[str, Any]) -> str:
@@ -93,41 +92,11 @@ def chunk_text(update: Mapping[str, Any]) -> str:
     return words.content_text(content) if content is not None else ""
 
 
-def update_preview(update: Mapping[str, Any]) -> str:
-    kind = update.get("sessionUpdate")
-    if isinstance(kind, str) and kind.endswith("_chunk"):
-        return chunk_text(update)
-    if kind in ("tool_call", "tool_call_update"):
-        parts = [update.get("title"), update.get("status")]
-        return " ".join(str(p) for p in parts if p) or str(update.get("toolCallId", ""))
-    if kind == "plan":
-        entries = update.get("entries")
-        return f"{len(entries)} entries" if isinstance(entries, list) else ""
-    shown = {k: v for k, v in update.items() if k != "sessionUpdate"}
-    return words.to_json(shown)
-
-
 def preview(record: Mapping[str, Any]) -> str:
-    """A short description of a frame summary with its ``head`` bytes."""
+    """A frame summary's preview from its ``head`` bytes (the words of preview.py)."""
     head: bytes = record["head"]
-    if record["direction"] == "stderr" or record["kind"] == "unparseable":
-        return _cut(head.decode("utf-8", "replace"))
-    value = _parse(head, record["size"])
-    if value is None:
-        return _cut(head.decode("utf-8", "replace"))
-    if not isinstance(value, dict):
-        return _cut(words.to_json(value))
-    params = value.get("params")
-    if isinstance(params, dict) and isinstance(params.get("update"), dict):
-        return _cut(update_preview(params["update"]))
-    error = value.get("error")
-    if isinstance(error, dict):
-        return _cut(f"{error.get('code')} {error.get('message')}")
-    if isinstance(params, dict):
-        shown = {k: v for k, v in params.items() if k not in ("sessionId", "_meta")}
-        return _cut(words.to_json(shown)) if shown else ""
-    result = value.get("result")
-    return _cut(words.to_json(result)) if result not in (None, {}) else ""
+    complete = _complete(head, record["size"])
+    return _cut(frame_preview(head, record["direction"], record["kind"], complete=complete))
 
 
 def run_text(heads: list[tuple[bytes, int]]) -> str:

@@ -1,0 +1,196 @@
+"""``replay --listen`` serving the official SDKs' remote example clients, both profiles.
+
+Each client first talks to the Python SDK's example server (``examples/http_server.py`` on
+hypercorn, every exchange logged by ``tools/asgi_tap.py``); what crossed becomes a recording
+(a JSONL of raw frames, imported). Then ``acp-proxy replay --listen 127.0.0.1:0`` serves that
+recording and the same client runs against it. It checks that
+
+* the client prints exactly the lines it printed against the real server, and exits 0;
+* the replay says, per connection, that nothing diverged, and exits 0 when stopped;
+* a client that says something else is a divergence (exit 1) with replay's account.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests.support.bridge_peers import frames_capture, python_server, run_example
+
+from .conftest import run_env
+
+pytest_plugins = ["pytester"]
+pytestmark = [pytest.mark.peers, pytest.mark.timeout(120)]
+PROXY = [sys.executable, "-m", "acp_proxy"]
+CLIENT_TIMEOUT = 30
+
+
+@contextmanager
+def replay_listener(db: Path, ref: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    argv = [*PROXY, "replay", "--db", str(db), "--listen", "127.0.0.1:0", ref]
+    quiet = subprocess.DEVNULL
+    with subprocess.Popen(
+        argv, env=run_env({}), stderr=subprocess.PIPE, stdout=quiet, stdin=quiet
+    ) as process:
+        try:
+            assert process.stderr is not None
+            said = process.stderr.readline().decode()
+            assert "listening on http://127.0.0.1:" in said, said
+            yield said.split("listening on ", 1)[1].strip(), process
+        finally:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def stop(process: subprocess.Popen[bytes]) -> tuple[int, str]:
+    process.send_signal(signal.SIGTERM)
+    assert process.stderr is not None
+    rest = process.stderr.read().decode()
+    return process.wait(15), rest
+
+
+def run_client(argv: list[str], url: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    env = run_env({"ACP_URL": url, "ACP_HTTP_URL": url, "ACP_WS_URL": url})
+    return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, timeout=CLIENT_TIMEOUT,
+                          check=False)  # fmt: skip
+
+
+def assert_client_done(done: subprocess.CompletedProcess[bytes], more: str = "") -> None:
+    """The client ended well. The TypeScript examples close their stream in a ``finally``
+    that races with the SDK's own close (``WritableStream is locked``/``closed``, thrown after
+    the conversation is over, against their own server too): that exit is accepted when the
+    client printed its last line."""
+    stderr = done.stderr.decode()
+    if done.returncode != 0 and b"Saved session" in done.stdout:
+        assert "ERR_INVALID_STATE" in stderr, stderr + more
+        return
+    assert done.returncode == 0, stderr + more
+
+
+def record_against_python_server(
+    python_examples: Path, tmp_path: Path, argv: list[str], websocket: bool
+) -> tuple[Path, bytes]:
+    """Run the client against the real server; return the database holding what crossed."""
+    log = tmp_path / "server.jsonl"
+    with python_server(python_examples, log) as server:
+        url = server.ws_url if websocket else server.url
+        done = run_client(argv, url, tmp_path)
+    assert_client_done(done)
+    capture = frames_capture(log, tmp_path / "capture.jsonl")
+    db = tmp_path / "recordings.sqlite"
+    imported = subprocess.run([*PROXY, "import", "--db", str(db), str(capture)], env=run_env({}),
+                              capture_output=True, check=False)  # fmt: skip
+    assert imported.returncode == 0, imported.stderr.decode()
+    return db, done.stdout
+
+
+def python_client(examples: Path, name: str) -> list[str]:
+    return run_example(examples / name)
+
+
+def ts_client(node: str, sdk: Path, name: str) -> list[str]:
+    return [node, str(sdk / "dist" / "examples" / name)]
+
+
+CLIENTS = [
+    pytest.param("python", "http_client.py", False, id="python-http"),
+    pytest.param("python", "ws_client.py", True, id="python-ws"),
+    pytest.param("ts", "http-client.js", False, id="ts-http"),
+    pytest.param("ts", "ws-client.js", True, id="ts-ws"),
+]
+
+
+@pytest.mark.parametrize(("sdk", "name", "websocket"), CLIENTS)
+def test_replay_listen_serves_the_sdk_clients(
+    request: pytest.FixtureRequest, python_examples: Path, tmp_path: Path, sdk: str, name: str,
+    websocket: bool,
+) -> None:  # fmt: skip
+    if sdk == "python":
+        argv = python_client(python_examples, name)
+    else:
+        argv = ts_client(request.getfixturevalue("node"), request.getfixturevalue("ts_sdk"), name)
+    db, expected = record_against_python_server(python_examples, tmp_path, argv, websocket)
+    assert expected, "the client printed nothing against the real server"
+    with replay_listener(db, "1") as (url, listener):
+        shown = url.replace("http://", "ws://") if websocket else url
+        done = run_client(argv, shown, tmp_path)
+        status, said = stop(listener)
+    assert_client_done(done, said)
+    # The same lines: their order across two event streams (an update on the session's, the
+    # answer on the connection's) is the client's scheduling, not the replay's.
+    assert sorted(done.stdout.splitlines()) == sorted(expected.splitlines())
+    profile = "WebSocket" if websocket else "Streamable HTTP"
+    assert f"remote connection 1 ({profile})" in said
+    assert said.count("No divergence.") == 1, said
+    assert status == 0, said
+
+
+def test_a_client_that_says_something_else_diverges(python_examples: Path, tmp_path: Path) -> None:
+    argv = python_client(python_examples, "http_client.py")
+    db, _ = record_against_python_server(python_examples, tmp_path, argv, websocket=False)
+    changed = tmp_path / "changed_client.py"
+    source = (python_examples / "http_client.py").read_text()
+    changed.write_text(source.replace("hello over http", "something else"))
+    with replay_listener(db, "1") as (url, listener):
+        done = run_client(run_example(changed), url, tmp_path)
+        status, said = stop(listener)
+    assert done.returncode != 0
+    assert "no recorded request matches this session/prompt" in said, said
+    assert "Diverged" in said
+    assert status == 1
+
+
+REMOTE_CLIENT_TEST = """
+import os, subprocess, sys
+import pytest
+
+RUN = {run!r}
+
+
+@pytest.mark.acp_cassette("remote")
+def test_remote_client(acp_agent_url):
+    env = {{**os.environ, "ACP_URL": acp_agent_url}}
+    done = subprocess.run([*RUN, os.environ["CLIENT_SCRIPT"]], env=env, capture_output=True,
+                          timeout=30, check=False)
+    assert b"stop reason: end_turn" in done.stdout, done.stderr
+"""
+
+
+def test_the_pytest_fixture_gives_the_url_of_a_replayed_cassette(
+    pytester: pytest.Pytester, python_examples: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    client = python_examples / "http_client.py"
+    db, _ = record_against_python_server(python_examples, tmp_path, run_example(client), False)
+    cassettes = pytester.path / "cassettes"
+    cassettes.mkdir()
+    exported = subprocess.run(
+        [*PROXY, "export", "--db", str(db), "--format", "jsonl", "1"], env=run_env({}),
+        capture_output=True, check=True,
+    )  # fmt: skip
+    (cassettes / "remote.jsonl").write_bytes(exported.stdout)
+    pytester.makepyfile(REMOTE_CLIENT_TEST.format(run=run_example(Path("x"))[:-1]))
+    for name, value in run_env({}).items():
+        monkeypatch.setenv(name, value)
+
+    monkeypatch.setenv("CLIENT_SCRIPT", str(client))
+    result = pytester.runpytest_subprocess("--acp-record-mode=none")
+    result.assert_outcomes(passed=1)
+
+    changed = tmp_path / "changed_client.py"
+    changed.write_text(client.read_text().replace("hello over http", "something else"))
+    monkeypatch.setenv("CLIENT_SCRIPT", str(changed))
+    result = pytester.runpytest_subprocess("--acp-record-mode=none")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*the client diverged from*remote.jsonl*", "*Diverged*"])
