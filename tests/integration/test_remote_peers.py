@@ -34,9 +34,9 @@ from tests.support.tcp_tap import Exchange, TcpTap, http_exchanges, websocket_me
 
 pytestmark = [pytest.mark.peers, pytest.mark.timeout(120)]
 
-# The TypeScript HTTP client against the Python server fails its own last line with or without
-# the proxy (remote_peers.TS_TEARDOWN_FAILURE), after the conversation is complete.
-TS_PY = ("ts-http", "python")
+# The TypeScript HTTP client fails its own last line now and then, against either server, with
+# or without the proxy (remote_peers.TS_TEARDOWN_FAILURE), after the conversation is complete.
+TS_HTTP = "ts-http"
 
 CLIENTS = {
     "py-http": ("python", "http_client.py", "http", "stop reason: end_turn"),
@@ -109,7 +109,7 @@ def test_example_pairs_through_the_proxy_byte_for_byte(
                         client, f"http://127.0.0.1:{client_tap.port}/acp",
                         python_examples, node, ts_sdk,
                     )  # fmt: skip
-                    output = run_client(argv, extra, teardown_may_fail=(client, server) == TS_PY)
+                    output = run_client(argv, extra, teardown_may_fail=client == TS_HTTP)
                 finally:
                     client_tap.close()
             assert listener.process.returncode == 0, listener.stderr_lines
