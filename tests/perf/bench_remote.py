@@ -7,7 +7,9 @@ through the proxy, interleaved in one run.
 The agent is tests/perf/remote_server.py (raw ASGI on hypercorn, so that the agent costs
 little); the client runs here, on httpx (Streamable HTTP) and websockets. Per repeat, for
 ``direct`` (the client talks to the agent) and ``acp-proxy`` (``record --listen 127.0.0.1:0
---upstream URL`` between them, a fresh database each time), in an order that rotates:
+--upstream URL`` between them, one listener and a fresh database per repeat), alternating
+(ping blocks of 200 round trips, then each stream and the concurrent run, in an order that
+rotates from repeat to repeat):
 
 - ``ping-http`` / ``ping-ws``: ``--pings`` sequential round trips of a small request and its
   answer (HTTP: POST, 202, the answer on the connection's event stream; WS: one message each
@@ -47,6 +49,7 @@ import httpx
 REPO = Path(__file__).resolve().parents[2]
 INIT = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}'
 JSON = {"content-type": "application/json"}
+BLOCK = 200  # round trips per ping block; direct and proxied blocks alternate
 
 
 def _free_port() -> int:
@@ -287,42 +290,46 @@ class Sampler:
 
 
 def one_repeat(upstream: str, args: argparse.Namespace, order: list[str]) -> dict[str, Any]:
-    results: dict[str, Any] = {}
-    for mode in order:
-        with tempfile.TemporaryDirectory() as scratch:
-            db = Path(scratch) / "r.sqlite"
-            listener = Listener(upstream, db) if mode == "acp-proxy" else None
-            url = listener.url if listener is not None else upstream
-            try:
-                figures: dict[str, Any] = {}
-                figures["ping-http"] = asyncio.run(ping_http(url, args.pings))
-                figures["ping-ws"] = asyncio.run(ping_ws(url, args.pings))
-                figures["stream-http"] = asyncio.run(stream_http(url, args.updates))
-                figures["stream-ws"] = asyncio.run(stream_ws(url, args.updates))
-                pids = [listener.process.pid, listener.recorder] if listener else []
+    """One repeat: one listener; direct and proxied runs alternate, ping blocks of
+    ``BLOCK`` round trips at a time, so both see the same moments of a busy machine."""
+    results: dict[str, Any] = {mode: {"ping-http": [], "ping-ws": []} for mode in order}
+    with tempfile.TemporaryDirectory() as scratch:
+        db = Path(scratch) / "r.sqlite"
+        listener = Listener(upstream, db)
+        urls = {"direct": upstream, "acp-proxy": listener.url}
+        blocks = 0
+        try:
+            for start in range(0, args.pings, BLOCK):
+                count = min(BLOCK, args.pings - start)
+                blocks += 1
+                for mode in order if blocks % 2 else order[::-1]:
+                    results[mode]["ping-http"] += asyncio.run(ping_http(urls[mode], count))
+                    results[mode]["ping-ws"] += asyncio.run(ping_ws(urls[mode], count))
+            for mode in order:
+                results[mode]["stream-http"] = asyncio.run(stream_http(urls[mode], args.updates))
+                results[mode]["stream-ws"] = asyncio.run(stream_ws(urls[mode], args.updates))
+            pids = [listener.process.pid, listener.recorder]
+            for mode in order:
                 idle = {pid: rss_kib(pid) for pid in pids}
                 sampler = Sampler(pids)
-                figures["concurrent"] = asyncio.run(
-                    concurrent(url, args.connections, args.per_connection)
+                results[mode]["concurrent"] = asyncio.run(
+                    concurrent(urls[mode], args.connections, args.per_connection)
                 )
                 peaks = sampler.stop()
-                figures["memory"] = {
-                    "listener_idle_kib": idle.get(pids[0], 0) if pids else 0,
-                    "listener_peak_kib": peaks.get(pids[0], 0) if pids else 0,
-                    "recorder_idle_kib": idle.get(pids[1], 0) if pids else 0,
-                    "recorder_peak_kib": peaks.get(pids[1], 0) if pids else 0,
-                }
-            finally:
-                if listener is not None:
-                    listener.stop()
-            if listener is not None:
-                # HTTP: initialize and its answer, then each request and its answer (a
-                # stream's answer is its updates and the result); WS sends no initialize.
-                expected = (2 + 2 * args.pings) + 2 * args.pings
-                expected += (2 + 2 + args.updates) + (2 + args.updates)
-                expected += args.connections * (2 + 2 + args.per_connection)
-                _check(db, expected)
-            results[mode] = figures
+                if mode == "acp-proxy":
+                    results[mode]["memory"] = {
+                        "listener_idle_kib": idle[pids[0]], "listener_peak_kib": peaks[pids[0]],
+                        "recorder_idle_kib": idle[pids[1]], "recorder_peak_kib": peaks[pids[1]],
+                    }  # fmt: skip
+        finally:
+            listener.stop()
+        # HTTP: each ping block opens a connection (initialize and its answer), then each
+        # request and its answer (a stream's answer is its updates and the result); WS sends
+        # no initialize.
+        expected = 2 * blocks + 2 * args.pings + 2 * args.pings
+        expected += (2 + 2 + args.updates) + (2 + args.updates)
+        expected += args.connections * (2 + 2 + args.per_connection)
+        _check(db, expected)
     return results
 
 
