@@ -36,6 +36,7 @@ from acp_proxy.protocol.jsonrpc import (
     PendingKey,
     PendingRequest,
     decode,
+    decode_for_reading,
     envelope,
 )
 from acp_proxy.protocol.wire import Frame, Raw
@@ -206,7 +207,7 @@ class ConnectionObserver:
         where = _DIRECTION_OF_TEXT.get(direction)
         if where is None or where is _STDERR:
             return _reading((STDERR_KIND, None, []))
-        value, failure = decode(raw)
+        value, failure = decode_for_reading(raw)
         if failure is not None:
             kind = _KIND_TEXT[failure.kind]
             event = _new_event((seq, direction, kind, None, None, None, None, None, None, None,

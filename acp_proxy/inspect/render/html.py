@@ -16,8 +16,6 @@ import html
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import orjson
-
 from acp_proxy.display import visible
 from acp_proxy.inspect.render import words as present
 from acp_proxy.inspect.render.text import preview
@@ -37,6 +35,7 @@ from acp_proxy.inspect.transcript.values import (
     TurnMark,
     UnknownUpdate,
 )
+from acp_proxy.protocol.decode import json_or_none
 from acp_proxy.store.values import ConnectionRow, FrameRow
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
@@ -229,10 +228,11 @@ def _frame(frame: FrameRow, first_ns: int | None) -> str:
     what = [_e(frame.update_kind or ""), _e(frame.stop_reason or ""), _e(preview(frame))]
     if frame.latency_ns is not None:
         what.insert(0, f"({_e(present.duration(frame.latency_ns))})")
-    try:
-        body = present.to_json(orjson.loads(frame.raw), pretty=True)
-    except ValueError:
+    value = json_or_none(frame.raw)
+    if value is None and frame.raw.strip() != b"null":  # not JSON, or too deep: the bytes
         body = frame.raw.decode(errors="replace")
+    else:
+        body = present.to_json(value, pretty=True)
     return (
         f'<tr id="f{frame.seq}" class="{_e(frame.direction)}">'
         f"<td>{frame.seq}</td><td>{elapsed}</td>"
