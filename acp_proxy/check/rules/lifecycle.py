@@ -12,7 +12,6 @@ Rules:
 
 from __future__ import annotations
 
-from acp_proxy.check import base
 from acp_proxy.check.base import ERROR, WARNING, Context, Event, Rule, RuleInfo, get, text
 from acp_proxy.protocol import acp
 
@@ -126,12 +125,14 @@ class TurnStates(Rule):
                 self.flag(prompt, "the turn never ended: no idle state_update followed this prompt")
 
 
-class MessageIds(base.UpdateRule):
+class MessageIds(Rule):
     info = RuleInfo(
         "ACP019", ERROR, "v2: every message update and chunk has a string messageId",
         "schema/v2/schema.json SessionUpdate; v2/draft/prompt-lifecycle.mdx",
         "add the message's messageId to every user/agent/thought message update and chunk",
     )  # fmt: skip
+    kinds = frozenset({"notification"})
+    methods = frozenset({acp.SESSION_UPDATE})
     update_kinds = MESSAGE_KINDS
 
     def message(self, event: Event) -> None:
