@@ -25,6 +25,7 @@ import click
 
 from acp_proxy.cli.main import db_option, open_ref, report
 from acp_proxy.errors import AcpProxyError
+from acp_proxy.plural import counted
 
 if TYPE_CHECKING:
     from acp_proxy.share.redact import Redactor
@@ -43,7 +44,7 @@ def refuse(leaks: list[object], force: bool, what: str) -> None:
         assert isinstance(leak, Leak)
         report(f"still looks secret: {leak.shown()}")
     if leaks and not force:
-        report(f"{len(leaks)} finding(s): {what} not written (--force writes it anyway)")
+        report(f"{counted(len(leaks), 'finding')}: {what} not written (--force writes it anyway)")
         sys.exit(1)
 
 
@@ -124,7 +125,8 @@ def _verify(path: Path, env_file: Path | None, ref: str | None) -> None:
     for leak in leaks:
         click.echo(visible(leak.shown()))
     if leaks:
-        click.echo(f"{len(leaks)} thing(s) in {path} still look secret")
+        verb = "looks" if len(leaks) == 1 else "look"
+        click.echo(f"{counted(len(leaks), 'thing')} in {path} still {verb} secret")
         sys.exit(1)
     click.echo(f"clean: nothing in {path} looks secret")
 

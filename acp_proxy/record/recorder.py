@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from acp_proxy.errors import RecordingBusy, RecordingError
+from acp_proxy.plural import counted, noun
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.observer import ConnectionObserver, FrameRecord
 from acp_proxy.protocol.wire import LineSplitter
@@ -393,8 +394,9 @@ class Recorder:
             return
         if lost:
             self._report(
-                f"the recording is incomplete: {self.status.frames_lost} frames "
-                f"({self.status.bytes_lost} bytes) were not recorded"
+                f"the recording is incomplete: {counted(self.status.frames_lost, 'frame')} "
+                f"({counted(self.status.bytes_lost, 'byte')}) "
+                f"{noun(self.status.frames_lost, 'was', 'were')} not recorded"
             )
 
     def _mark_incomplete(self) -> None:

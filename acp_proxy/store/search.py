@@ -7,6 +7,8 @@ Rules:
   quotes and ``*`` are words or separators, never syntax. A pattern with no word in it at all
   (only punctuation) cannot be asked of the index: it is looked for as a substring of the same
   text the index holds (``frame_text``), frame by frame.
+- A hit's snippet is cut from the frame's JSON (snippet.py), not from the words the index
+  holds; when the match cannot be found there, the index's own snippet is kept.
 - A regular expression is matched against each frame's recorded line as UTF-8, without its
   newline: JSON escapes stay as they were recorded, ``$`` matches at the line's end as in
   Python, and the bytes are searched as they are stored (no decoding per frame; a snippet is
@@ -41,6 +43,7 @@ from acp_proxy.errors import RecordingError
 from acp_proxy.store.database import connect, write_transaction
 from acp_proxy.store.readers import DIRECTIONS, open_for_reading
 from acp_proxy.store.search_index import index_frames
+from acp_proxy.store.snippet import json_snippet, phrase_pattern
 from acp_proxy.store.values import MARK_END, MARK_START, Hit
 
 CATCH_UP_BATCH = 5000
@@ -177,8 +180,9 @@ def search(db: sqlite3.Connection, query: SearchQuery) -> Iterator[Hit]:
         yield from _substring_search(db, query)
         return
     where, values = _filters(query)
+    words = phrase_pattern(query.pattern)
     statement = (
-        f"SELECT {_HIT_COLUMNS}, snippet(frame_search, 0, ?, ?, ?, ?) "
+        f"SELECT {_HIT_COLUMNS}, snippet(frame_search, 0, ?, ?, ?, ?), f.raw "
         "FROM frame_search JOIN frame f ON f.id = frame_search.rowid "
         f"WHERE frame_search MATCH ? AND {where} ORDER BY frame_search.rowid LIMIT ?"
     )
@@ -188,7 +192,8 @@ def search(db: sqlite3.Connection, query: SearchQuery) -> Iterator[Hit]:
         cursor = db.execute(statement, arguments)
         while rows := cursor.fetchmany(64):
             for row in rows:
-                yield _hit(row, row[7] or "")
+                from_json = json_snippet(bytes(row[8]), words) if words is not None else None
+                yield _hit(row, from_json or row[7] or "")
     except sqlite3.Error as error:
         raise RecordingError(f"cannot search the recordings: {error}") from error
 
@@ -196,7 +201,7 @@ def search(db: sqlite3.Connection, query: SearchQuery) -> Iterator[Hit]:
 def _substring_search(db: sqlite3.Connection, query: SearchQuery) -> Iterator[Hit]:
     where, values = _filters(query)
     statement = (
-        f"SELECT {_HIT_COLUMNS}, t.text FROM frame f JOIN frame_text t ON t.id = f.id "
+        f"SELECT {_HIT_COLUMNS}, t.text, f.raw FROM frame f JOIN frame_text t ON t.id = f.id "
         f"WHERE {where} AND instr(t.text, ?) > 0 ORDER BY f.id LIMIT ?"
     )
     values += [query.pattern, -1 if query.limit is None else query.limit]
@@ -205,8 +210,9 @@ def _substring_search(db: sqlite3.Connection, query: SearchQuery) -> Iterator[Hi
         cursor = db.execute(statement, values)
         while rows := cursor.fetchmany(64):
             for row in rows:
-                match = literal.search(row[7])
-                yield _hit(row, _regex_snippet(row[7], match) if match else "")
+                from_json = json_snippet(bytes(row[8]), literal, folded=False)
+                match = None if from_json else literal.search(row[7])
+                yield _hit(row, from_json or (_regex_snippet(row[7], match) if match else ""))
     except sqlite3.Error as error:
         raise RecordingError(f"cannot search the recordings: {error}") from error
 

@@ -33,6 +33,7 @@ from acp_proxy.inspect.render.hits import hit_record
 from acp_proxy.inspect.render.text import frame_json
 from acp_proxy.inspect.render.words import wall
 from acp_proxy.inspect.since import since_ns
+from acp_proxy.plural import counted
 from acp_proxy.protocol.decode import column_value, json_object
 from acp_proxy.protocol.latency import by_method
 from acp_proxy.serve.mcp.bounds import cut_text, fit_items, shrink_value, size
@@ -374,7 +375,9 @@ class Library:
             catch_up(self.source, state)
         self._indexed = True
         if state.pending and not self._writable:
-            return f"{state.pending} frames are not indexed (read-only database): not searched"
+            return (
+                f"{counted(state.pending, 'frame')} not indexed (read-only database): not searched"
+            )
         return None
 
     # --- check, diff ---------------------------------------------------------------------
