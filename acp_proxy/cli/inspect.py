@@ -130,9 +130,10 @@ def _writer(
 def ls_command(db: Path | None, limit: int, show_all: bool, as_json: bool, no_pager: bool) -> None:
     """List recorded connections and their sessions, oldest first.
 
-    Each line: id, label, start time, agent <- client, protocol version, frames, prompt turns,
-    duration, how the agent ended, and error responses. Sessions follow, indented; the last
-    line says where the database is and its size (see `delete` and `prune`).
+    Each line: id, label, start time, agent <- client, protocol version, how it was carried
+    (for remote agents: http or websocket and the client's address; a stdio bridge to one),
+    frames, prompt turns, duration, how the agent ended, and error responses. Sessions follow,
+    indented; the last line says where the database is and its size (see `delete` and `prune`).
     """
     from acp_proxy.cli.tidy import human_bytes
     from acp_proxy.store.tidy import database_bytes
@@ -164,6 +165,8 @@ def _ls(database: Any, limit: int, show_all: bool, as_json: bool) -> None:
                 "exit_code": row.exit_code, "exit_signal": row.exit_signal,
                 "errors": counts.errors, "malformed": counts.malformed,
                 "sessions": [s for s, _ in counts.sessions],
+                "transport": row.transport, "remote_url": row.remote_url,
+                "client_address": row.client_address,
             }  # fmt: skip
             click.echo(json_visible(orjson.dumps(record).decode()))
             continue

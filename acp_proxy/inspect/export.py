@@ -4,7 +4,9 @@ Rules:
 - JSONL (docs/recording-format.md, "JSONL export"): line 1 is a header with the format version
   and every column of the connection row; then one line per frame with every column of the
   frame row (but ``id`` and ``connection_id``), ``raw`` as a JSON string when it is UTF-8, else
-  ``raw_base64``. ``store_import`` reads it back to identical rows and bytes. A redacted
+  ``raw_base64``. A remote connection's header also holds ``"transport"``: its HTTP exchanges
+  and the stream each frame crossed on (store/transport_facts.py). ``store_import`` reads it
+  back to identical rows and bytes. A redacted
   export (redact.py) adds ``"redaction"`` to the header and ``"redacted"`` (JSON paths) to the
   frames it changed; both are information only and never imported.
 - Markdown and HTML are built from the transcript model, so they read every frame once; HTML
@@ -23,6 +25,7 @@ import orjson
 from acp_proxy.inspect.transcript.model import Transcript
 from acp_proxy.inspect.transcript.values import TranscriptView
 from acp_proxy.store import readers as store_read
+from acp_proxy.store.transport_facts import exported_transport
 
 FORMAT = "acp-proxy-jsonl"
 FORMAT_VERSION = 1
@@ -38,12 +41,15 @@ def _none(_: int) -> None:
 def jsonl_lines(
     db: store_read.Database, connection_id: int, progress: Progress = _none
 ) -> Iterator[bytes]:
-    header = {
+    header: dict[str, Any] = {
         "format": FORMAT, "version": FORMAT_VERSION,
         "connection": {
             k: v for k, v in store_read.connection_record(db, connection_id).items() if k != "id"
         },
     }  # fmt: skip
+    transport = exported_transport(db, connection_id)
+    if transport is not None:
+        header["transport"] = transport
     yield orjson.dumps(header) + b"\n"
     for record in store_read.export_rows(db, connection_id):
         yield frame_line(record)

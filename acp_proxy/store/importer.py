@@ -45,6 +45,7 @@ from acp_proxy.protocol.wire import Frame
 from acp_proxy.store import captures, import_types
 from acp_proxy.store.database import connect, write_transaction
 from acp_proxy.store.import_types import Column, problem
+from acp_proxy.store.transport_facts import TransportRefused, imported_transport, insert_transport
 from acp_proxy.testing.cassette_episodes import is_header
 
 BATCH = 1000
@@ -133,6 +134,17 @@ def _header(
     return connection
 
 
+def _transport(number: int, line: bytes) -> tuple[list[dict[str, Any]], list[tuple[int, int, str]]]:
+    """A header line's remote transport facts, checked (none for a stdio connection)."""
+    value = orjson.loads(line).get("transport")
+    if value is None:
+        return [], []
+    try:
+        return imported_transport(value)
+    except TransportRefused as error:
+        raise ImportRefused(f"line {number}: {error}") from error
+
+
 def _import(db: sqlite3.Connection, lines: Any, progress: Callable[[int], None]) -> list[int]:
     first = next(lines, None)
     if first is None:
@@ -142,11 +154,13 @@ def _import(db: sqlite3.Connection, lines: Any, progress: Callable[[int], None])
     connection_types = import_types.columns(db, "connection")
     frame_types = import_types.columns(db, "frame")
     connection = _header(1, first, connection_columns, connection_types)
+    carried = _transport(1, first)
     statement = _insert("frame", ["connection_id", *frame_columns])
     ids: list[int] = []
     try:
         with write_transaction(db):
             ids.append(_start(db, connection))
+            insert_transport(db, ids[-1], *carried)
             batch: list[list[Any]] = []
             for number, line in enumerate(lines, start=2):
                 if not line.strip():
@@ -156,7 +170,9 @@ def _import(db: sqlite3.Connection, lines: Any, progress: Callable[[int], None])
                     progress(len(batch))
                     batch = []
                     header = _header(number, line, connection_columns, connection_types)
+                    carried = _transport(number, line)
                     ids.append(_start(db, header))
+                    insert_transport(db, ids[-1], *carried)
                     continue
                 record = _record(number, line, frame_columns, frame_types)
                 batch.append([ids[-1], *(record.get(c) for c in frame_columns)])
