@@ -119,6 +119,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     settings = early_record_settings(args)
     if settings is not None:
+        from acp_proxy.cli.sinks import recorder_sinks
         from acp_proxy.record.launch import launch  # only here: other commands do not need it
 
         otlp: dict[str, object] | None = None
@@ -126,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             otlp = {"endpoint": settings.otlp or None, "content": settings.otlp_content}
         launched = launch(
             settings.agent, report, settings.db_path, settings.label, check=settings.check,
-            otlp=otlp, max_wait=settings.max_recorder_wait,
+            otlp=otlp, max_wait=settings.max_recorder_wait, sinks=recorder_sinks,
         )  # fmt: skip
         from pathlib import Path
 
@@ -135,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         options = RecordOptions(
             settings.agent, Path(settings.db_path), label=settings.label, grace=settings.grace,
             check=settings.check, otlp=settings.otlp, otlp_content=settings.otlp_content,
-            max_recorder_wait=settings.max_recorder_wait, ui=settings.ui,
+            max_recorder_wait=settings.max_recorder_wait, ui=settings.ui, sinks=recorder_sinks,
         )  # fmt: skip
         sys.exit(record(options, report, launched))
     from acp_proxy.cli.main import main as command_line

@@ -247,6 +247,7 @@ def record(
     With --connect URL instead of a command, the proxy is the client's agent and a remote ACP
     client to URL; it exits 0 when the client ends, 1 when the remote end fails.
     """
+    from acp_proxy.cli.sinks import recorder_sinks
     from acp_proxy.record.session import RecordOptions
     from acp_proxy.record.session import record as run_record
 
@@ -264,6 +265,7 @@ def record(
     options = RecordOptions(
         agent_command, resolve_db(db), label=label, grace=grace, check=check, otlp=otlp,
         otlp_content=otlp_content, max_recorder_wait=max_recorder_wait, ui=ui,
+        sinks=recorder_sinks,
     )  # fmt: skip
     sys.exit(run_record(options, report))
 
@@ -294,6 +296,7 @@ def _record_bridge(
     if missing is not None:
         report(missing)
         sys.exit(2)
+    from acp_proxy.cli.sinks import recorder_sinks
     from acp_proxy.remote.bridge_session import BridgeOptions, record_bridge
 
     otlp_settings: dict[str, object] | None = None
@@ -301,7 +304,7 @@ def _record_bridge(
         otlp_settings = {"endpoint": otlp or None, "content": otlp_content}
     options = BridgeOptions(
         connect, transport, parsed, resolve_db(db), label=label, grace=grace, check=check,
-        otlp=otlp_settings, max_recorder_wait=max_recorder_wait,
+        otlp=otlp_settings, max_recorder_wait=max_recorder_wait, sinks=recorder_sinks,
     )  # fmt: skip
     sys.exit(record_bridge(options, report))
 

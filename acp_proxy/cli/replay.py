@@ -251,8 +251,9 @@ def _listen(
 
 def _script(source: Path, ref: str, session: str | None, matcher: Matcher) -> tuple[Script, str]:
     """The replay script of ``ref`` (narrowed to a session), and its name for the summary."""
-    from acp_proxy.replay.script import RecordedFrame, build, select_session
+    from acp_proxy.replay.script import build, select_session
     from acp_proxy.store.replay_reads import load_script
+    from acp_proxy.store.values import RecordedFrame
 
     target, rows = load_script(source, ref, session)
     session = session or target.session_id

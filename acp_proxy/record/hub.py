@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 import select
-import struct
 import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -35,6 +34,19 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from acp_proxy.protocol.acp import Direction
+from acp_proxy.record.hub_pipe import (
+    CLOSE,
+    CONFIG,
+    DIRECTION_CODES,
+    EXCHANGE,
+    EXCHANGE_SET,
+    HEADER,
+    LOST,
+    MESSAGE,
+    OPEN,
+    STREAM_CODES,
+    UPDATE,
+)
 from acp_proxy.record.recording import FLUSH_DEADLINE, connection_settings
 from acp_proxy.record.spawn import enlarge_pipe
 from acp_proxy.stderr import Reporter
@@ -42,15 +54,8 @@ from acp_proxy.stderr import Reporter
 if TYPE_CHECKING:
     from pathlib import Path
 
-# kind, direction, stream, (padding), connection key, exchange seq, monotonic ns, payload length
-HEADER = struct.Struct("=BBBxIIQQ")
-OPEN, MESSAGE, EXCHANGE, EXCHANGE_SET, UPDATE, CLOSE, LOST, CONFIG = 1, 2, 3, 4, 5, 6, 7, 8
-DIRECTION_CODES = {Direction.CLIENT_TO_AGENT: 0, Direction.AGENT_TO_CLIENT: 1}
-DIRECTIONS_BY_CODE = {code: direction for direction, code in DIRECTION_CODES.items()}
-# Which stream a message crossed on (store/remote.py STREAMS), as a code in the header.
-STREAM_CODES = {"post": 0, "post_answer": 1, "connection_sse": 2, "session_sse": 3,
-                "websocket": 4}  # fmt: skip
-STREAMS_BY_CODE = {code: stream for stream, code in STREAM_CODES.items()}
+    from acp_proxy.record.recorder import SinkFactory
+
 # Bytes of messages that may wait for the pipe before ``message`` refuses more.
 MAX_PENDING_BYTES = 32 * 1024 * 1024
 # The largest write handed to the pipe at once.
@@ -80,8 +85,12 @@ class RecordingHub:
     def start(
         cls, db_path: str | Path, report: Reporter, *, check: bool = False,
         otlp: dict[str, object] | None = None, clock_origin: tuple[int, int] | None = None,
+        sinks: SinkFactory | None = None,
     ) -> RecordingHub:  # fmt: skip
-        """Fork the recorder process; call it before any thread or event loop exists."""
+        """Fork the recorder process; call it before any thread or event loop exists.
+
+        ``sinks`` (the command line's, cli/sinks.py) makes each connection's sinks.
+        """
         from acp_proxy.record.hub_recorder import record_from_pipe
 
         origin = clock_origin or (time.monotonic_ns(), time.time_ns())
@@ -95,7 +104,7 @@ class RecordingHub:
                 os.umask(0o077)
                 os.close(write_fd)
                 os.close(committed_read)
-                status = record_from_pipe(read_fd, origin, report, committed_write)
+                status = record_from_pipe(read_fd, origin, report, committed_write, sinks)
             except BaseException as error:  # the child must never return into the parent
                 report(f"the recorder failed: {type(error).__name__}: {error}")
             finally:

@@ -40,7 +40,7 @@ from acp_proxy.errors import RecordingBusy, RecordingError
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.observer import ConnectionObserver, FrameRecord
 from acp_proxy.protocol.wire import Frame
-from acp_proxy.record.hub import (
+from acp_proxy.record.hub_pipe import (
     CLOSE,
     CONFIG,
     DIRECTIONS_BY_CODE,
@@ -58,7 +58,7 @@ from acp_proxy.stderr import Reporter
 
 if TYPE_CHECKING:
     from acp_proxy.record.live_check import LiveCheck
-    from acp_proxy.record.recorder import RecordSink
+    from acp_proxy.record.recorder import RecordSink, SinkFactory
     from acp_proxy.store.remote import RemoteFactsWriter, TransportRow
     from acp_proxy.store.writer import RecordingWriter
 
@@ -98,8 +98,11 @@ class _Connection:
 class HubRecorder:
     """Records every connection the hub opens, on the calling thread."""
 
-    def __init__(self, report: Reporter, clock_origin: tuple[int, int]) -> None:
+    def __init__(
+        self, report: Reporter, clock_origin: tuple[int, int], sinks: SinkFactory | None = None
+    ) -> None:
         self._report = report
+        self._sinks = sinks
         mono0, wall0 = clock_origin
         self._wall_minus_mono = wall0 - mono0
         self._settings: dict[str, Any] = {}
@@ -262,17 +265,14 @@ class HubRecorder:
 
             connection.live_check = LiveCheck(self._report)
             connection.live_check.set_connection(connection_id)
-        if self._settings.get("otlp") is not None:
-            from acp_proxy.otel.live import start_live_export
+        if self._sinks is not None:
 
             def set_connection(**columns: object) -> None:
                 connection.updates.update(columns)
 
-            sink = start_live_export(
-                self._settings["otlp"], connection.settings, self._report, set_connection
+            connection.sinks += self._sinks(
+                self._settings, connection.settings, self._report, set_connection
             )
-            if sink is not None:
-                connection.sinks.append(sink)
 
     def _batch(self) -> None:
         self._waiting = 0
@@ -427,8 +427,9 @@ class HubRecorder:
 
 
 def record_from_pipe(
-    fd: int, clock_origin: tuple[int, int], report: Reporter, committed_fd: int
-) -> int:
+    fd: int, clock_origin: tuple[int, int], report: Reporter, committed_fd: int,
+    sinks: SinkFactory | None = None,
+) -> int:  # fmt: skip
     """The recorder process's work: read the hub's pipe until EOF; the exit status."""
     gc.disable()  # no reference cycles are made here; millions of rows would trigger it
     null = os.open(os.devnull, os.O_RDWR)
@@ -438,7 +439,7 @@ def record_from_pipe(
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # it ends with the pipe
         signal.signal(signum, signal.SIG_IGN)
     _yield_to_forwarding()
-    recorder = HubRecorder(report, clock_origin)
+    recorder = HubRecorder(report, clock_origin, sinks)
     recorder.run(fd)
     outcome = b"0" if recorder.error is not None else b"2" if recorder.frames_lost else b"1"
     with contextlib.suppress(OSError):

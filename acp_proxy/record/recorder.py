@@ -4,8 +4,8 @@ Rules:
 - It runs in the recorder process (see recorder_process.py), fed through a ``ChunkQueue``
   (chunk_queue.py: bounded memory, then a spill file, lossless) by the thread that reads the
   tap. Batches are bounded by bytes, so the recorder's memory is too.
-- All SQLite work happens on the recorder's one thread, through store.py. Each batch is one
-  transaction, taken once the traffic pauses for 5 ms (at the latest after 250 ms): a stream
+- All SQLite work happens on the recorder's one thread, through store/writer.py. Each batch
+  is one transaction, taken once the traffic pauses for 5 ms (at the latest after 250 ms): a stream
   is left the cores while it flows and becomes a few large batches, and an interactive frame
   is committed 5 ms after it crossed (``tail -f`` sees it at once).
 - WAL checkpoints (copying committed pages into the main file) happen after 0.25 s with nothing
@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from acp_proxy.errors import RecordingBusy, RecordingError
 from acp_proxy.protocol.acp import Direction
@@ -73,6 +73,21 @@ class RecordSink(Protocol):
 
     def close(self) -> None:
         """The recording is over: nothing more will be committed."""
+
+
+class SinkFactory(Protocol):
+    """What the command line hands the recorder: the sinks of one connection's recording.
+
+    Called in the recorder process with the recording's settings (the ``CONFIG`` message:
+    ``otlp`` ...), the connection's (uid, start, label), the reporter and how a sink sets
+    columns of the connection row. The command line lists every sink in one place
+    (cli/sinks.py); the recorder never chooses one itself.
+    """
+
+    def __call__(
+        self, settings: Mapping[str, Any], connection: Mapping[str, Any], report: Reporter,
+        set_connection: Callable[..., None],
+    ) -> list[RecordSink]: ...  # fmt: skip
 
 
 @dataclass

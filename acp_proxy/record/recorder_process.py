@@ -51,7 +51,7 @@ from acp_proxy.stderr import Reporter
 
 if TYPE_CHECKING:
     from acp_proxy.record.chunk_queue import IncomingChunk
-    from acp_proxy.record.recorder import Recorder
+    from acp_proxy.record.recorder import Recorder, SinkFactory
 
 RECORDER_NICENESS = 10
 
@@ -88,11 +88,12 @@ _OUTCOMES = {b"1": "recorded", b"2": "incomplete", b"0": "failed"}
 
 def start_recorder_process(
     clock_origin: tuple[int, int], report: Reporter, conversation_fds: Iterable[int],
-    max_wait: float | None = None,
+    max_wait: float | None = None, sinks: SinkFactory | None = None,
 ) -> RecorderProcess:  # fmt: skip
     """Fork the recorder. ``conversation_fds`` are closed in the child (the agent's pipes).
 
-    The recorder learns where and what to record from a ``CONFIG`` message (``tap.configure``).
+    The recorder learns where and what to record from a ``CONFIG`` message (``tap.configure``);
+    ``sinks`` (the command line's) makes the sinks that follow it.
     """
     channel = Channel()
     if channel.shared is None:
@@ -106,7 +107,7 @@ def start_recorder_process(
             reader = channel.reader()
             os.close(committed_read)
             _leave_the_conversation(conversation_fds)
-            status = record_from_tap(reader, clock_origin, report, committed_write)
+            status = record_from_tap(reader, clock_origin, report, committed_write, sinks)
         except BaseException as error:  # the child must never return into the parent's code
             report(f"the recorder failed: {type(error).__name__}: {error}")
         finally:
@@ -147,8 +148,9 @@ def _yield_to_forwarding() -> None:
 
 
 def record_from_tap(
-    tap: TapReader, clock_origin: tuple[int, int], report: Reporter, committed_fd: int
-) -> int:
+    tap: TapReader, clock_origin: tuple[int, int], report: Reporter, committed_fd: int,
+    sinks: SinkFactory | None = None,
+) -> int:  # fmt: skip
     """The recorder process's work: read the tap until EOF, record, return the exit status.
 
     Chunks wait in the queue until the ``CONFIG`` message says where to record (forwarding
@@ -217,14 +219,10 @@ def record_from_tap(
             from acp_proxy.record.live_check import LiveCheck
 
             recorder.live_check = LiveCheck(report)
-        if settings.get("otlp") is not None:
-            from acp_proxy.otel.live import start_live_export
-
-            sink = start_live_export(
-                settings["otlp"], settings["connection"], report, recorder.set_connection
+        if sinks is not None:
+            recorder.sinks += sinks(
+                settings, settings["connection"], report, recorder.set_connection
             )
-            if sink is not None:
-                recorder.sinks.append(sink)
     recorder.run()
     reader.join()
     status = recorder.status

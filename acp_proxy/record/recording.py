@@ -34,6 +34,8 @@ from acp_proxy.stderr import Reporter
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from acp_proxy.record.recorder import SinkFactory
+
 # Seconds a finished connection waits for its recorder to commit the rest before the proxy
 # exits anyway (the recorder then goes on in the background).
 FLUSH_DEADLINE = 30.0
@@ -103,17 +105,19 @@ class Recording:
         otlp: dict[str, object] | None = None,
         client_argv: Sequence[str] | None = None,
         remote_url: str | None = None,
+        sinks: SinkFactory | None = None,
     ) -> Recording:
         """Fork the recorder and tell it where and what to record.
 
         ``clock_origin`` is (monotonic, wall) ns at the connection's start; ``conversation_fds``
         are closed in the recorder (the agent's pipes); ``max_wait`` bounds how long ``put``
-        may wait for the recorder (tap.py); ``otlp`` asks the recorder process to export spans
-        live (otel/live.py); ``client_argv`` is the client's command line, when known;
-        ``remote_url`` the remote agent a stdio recording bridges to (``record --connect``).
+        may wait for the recorder (tap.py); ``otlp`` is the setting of the live span export, for
+        the sink ``sinks`` (the command line's list of sinks) makes of it; ``client_argv`` is
+        the client's command line, when known; ``remote_url`` the remote agent a stdio
+        recording bridges to (``record --connect``).
         """
         origin = clock_origin or (time.monotonic_ns(), time.time_ns())
-        recorder = start_recorder_process(origin, report, conversation_fds, max_wait)
+        recorder = start_recorder_process(origin, report, conversation_fds, max_wait, sinks)
         connection = connection_settings(argv, started_ns or origin[1], label, client_argv)
         if remote_url is not None:
             connection["remote_url"] = remote_url

@@ -8,11 +8,11 @@ Rules:
 - An agent frame matches its recorded one when both, normalized as ``diff`` does
   (normalize.Normalizer: JSON-RPC ids, minted ids, timestamps, trace context, ``--ignore``
   paths), give the same canonical JSON; frames that are not JSON compare by their bytes. A
-  recorded frame holding redaction placeholders matches structurally (replay_placeholders.py),
+  recorded frame holding redaction placeholders matches structurally (placeholders.py),
   and the live text each placeholder stood for is put back into later client frames.
 - Client frames go out as recorded with three rewrites: the id of an answer to an agent request
   becomes the live request's id; ids the agent minted (``sessionId``, ``toolCallId`` ...,
-  normalize.ID_KEYS) become the live agent's values (replay_values.ValueMap, learned from the
+  normalize.ID_KEYS) become the live agent's values (replay.values.ValueMap, learned from the
   matching frames); bound placeholders become their live text.
   An unchanged frame keeps its recorded bytes.
 - The first divergence ends the drive: a differing frame, a frame the recording does not have,

@@ -6,10 +6,10 @@ Rules:
   call again at the latest (``wake_at``) and whether the replay is over. Clocks are passed in
   (monotonic ns); nothing here reads a clock, a file or a socket.
 - Agent frames go out in recorded order, each once the client frames recorded before it have
-  arrived (replay_script.py), at the time the timing mode says: ``asap``, the recorded gaps,
+  arrived (script.py), at the time the timing mode says: ``asap``, the recorded gaps,
   or the gaps divided by N (``xN``), each capped by ``max_gap``.
 - A client request or notification is matched to the first unused recorded one with the same
-  cleaned method and params (replay_match.py), per key in recorded order, as mitmproxy's server
+  cleaned method and params (match.py), per key in recorded order, as mitmproxy's server
   replay does. The recorded response goes back with the client's id bytes; every other frame is
   the recorded bytes (bound redaction placeholders excepted). Notices are dropped and counted.
 - Recorded agent requests go out with their recorded ids; the client's answer is matched by id
@@ -105,7 +105,7 @@ class Replay:
         self._other(raw.rstrip(b"\r\n"), now)
 
     def use(self, options: Options) -> None:
-        """Go on with other options (an engine first run asap to catch up: replay_episodes)."""
+        """Go on with other options (an engine first run asap to catch up: replay.episodes)."""
         self._options = options
 
     def client_closed(self, now: int) -> None:

@@ -8,7 +8,7 @@ Rules:
   anything diverged, with the first few other notes.
 - The same text goes into the replay's own recording (``--record``) as a stderr line.
 - ``exit_status``: 0 when nothing diverged, 1 otherwise.
-- ``episodes_summary`` says the same of a replay that follows episodes (replay_episodes.py):
+- ``episodes_summary`` says the same of a replay that follows episodes (episodes.py):
   which episodes it followed and, when it went live, how the real agent was caught up and
   what was relayed, or why catch-up failed.
 """

@@ -3,7 +3,7 @@
 Rules:
 - What an export carries of an HTTP exchange (store/transport_facts.py) is redacted in place:
   the value of a credential header (``Authorization``, cookies, API keys ..., as
-  remote/headers.py names them) is replaced whole by a placeholder (``header`` kind) whatever
+  protocol/credentials.py names them) is replaced whole by a placeholder (``header`` kind) whatever
   it looks like, since the recorder kept it only because it was asked to; every other header
   value, the request target (its query may hold a token), a stored answer body and an error
   text go through the redactor's detectors like any recorded text.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from acp_proxy.remote.headers import is_credential
+from acp_proxy.protocol.credentials import is_credential
 from acp_proxy.share.redact import Redactor
 
 HEADER_KIND = "header"

@@ -29,12 +29,12 @@ import orjson
 
 from acp_proxy import __version__
 from acp_proxy.errors import AcpProxyError, UnreadableRecording
-from acp_proxy.inspect.export import FORMAT, FORMAT_VERSION, frame_line
 from acp_proxy.share.redact import Redactor
 from acp_proxy.share.redact_transport import redact_transport
 from acp_proxy.share.secrets import Finder, environment_secrets
 from acp_proxy.share.verify import Leak, Verifier
 from acp_proxy.store import readers as store_read
+from acp_proxy.store.jsonl import FORMAT, frame_line, header_line
 from acp_proxy.store.transport_facts import exported_transport
 
 SPOOL_BYTES = 32 << 20
@@ -94,15 +94,13 @@ def redacted_export(
             spool.write(line)
             progress(1)
         redactor.finish_connection(connection)
-        header: dict[str, Any] = {
-            "format": FORMAT, "version": FORMAT_VERSION, "connection": connection,
-        }  # fmt: skip
         transport = exported_transport(db, connection_id)
+        extra: dict[str, Any] = {}
         if transport is not None:
             changed_connection += redact_transport(redactor, transport)
-            header["transport"] = transport
-        header["redaction"] = redaction_summary(redactor, changed_frames, changed_connection)
-        line = orjson.dumps(header) + b"\n"
+            extra["transport"] = transport
+        summary = redaction_summary(redactor, changed_frames, changed_connection)
+        line = header_line(connection, **extra, redaction=summary)
         leaks = verifier.jsonl_line("jsonl", 1, line) + leaks
         out.write(line)
         spool.seek(0)

@@ -21,8 +21,7 @@ import orjson
 
 from acp_proxy.share.redact import TEXT_COLUMNS, Redactor
 from acp_proxy.share.secrets import Finder
-
-FORMAT = "acp-proxy-jsonl"  # export.FORMAT (export.py reads the database: not imported here)
+from acp_proxy.store.jsonl import FORMAT
 
 
 def _frame(value: dict[str, Any]) -> dict[str, Any] | None:

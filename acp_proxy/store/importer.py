@@ -38,15 +38,14 @@ from typing import Any
 import orjson
 
 from acp_proxy.errors import BadReference
-from acp_proxy.inspect.export import frame_of, header_of
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.observer import FRAME_COLUMNS, ConnectionObserver, FrameRecord
 from acp_proxy.protocol.wire import Frame
 from acp_proxy.store import captures, import_types
 from acp_proxy.store.database import connect, write_transaction
 from acp_proxy.store.import_types import Column, problem
+from acp_proxy.store.jsonl import frame_of, header_of, is_header
 from acp_proxy.store.transport_facts import TransportRefused, imported_transport, insert_transport
-from acp_proxy.testing.cassette_episodes import is_header
 
 BATCH = 1000
 

@@ -2,14 +2,14 @@
 
 Rules:
 - Frozen, slotted dataclasses with exactly the meaning of docs/recording-format.md; the
-  ``store_read`` module builds them, renderers and the transcript model consume them.
+  store/readers.py builds them, renderers and the transcript model consume them.
 - ``FrameRow`` satisfies ``observer.FrameLike``, so stored frames feed the transcript directly.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +84,28 @@ class FrameRow:
     message_id: str | None = None
     tool_call_id: str | None = None
     flags: tuple[str, ...] = ()  # bad_json, bad_utf8, not_jsonrpc, batch, no_newline
+
+
+class RecordedFrame(NamedTuple):
+    """The columns of a stored frame that replay needs (see docs/recording-format.md)."""
+
+    seq: int
+    direction: str
+    mono_ns: int
+    raw: bytes
+    kind: str
+    rpc_id: Any
+    method: str | None
+    update_kind: str | None
+    request_seq: int | None
+    session_id: str | None
+
+
+# A frame replay sends verbatim, as replay_reads.load_script reads it: (seq, mono_ns, raw, 1),
+# for an agent session/update notification that is neither a notice nor a compaction (nothing
+# in it takes part in matching or history).
+Verbatim = tuple[int, int, bytes, int]
+ScriptRow = RecordedFrame | Verbatim
 
 
 MARK_START, MARK_END = "\x02", "\x03"  # around a match in a search snippet
