@@ -10,6 +10,7 @@ Rules:
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -17,10 +18,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from acp_proxy import __version__
+from acp_proxy.cli.helptext import EXAMPLES, SECTIONS, UnbrokenContext, unbroken
 from acp_proxy.errors import AcpProxyError, BadReference
 from acp_proxy.paths import DB_ENV, default_db_path
-from acp_proxy.record.spawn import DEFAULT_GRACE
-from acp_proxy.record.tap import DEFAULT_MAX_WAIT
+from acp_proxy.record.defaults import DEFAULT_GRACE, DEFAULT_MAX_WAIT
 from acp_proxy.stderr import report
 
 if TYPE_CHECKING:
@@ -77,20 +78,41 @@ class _Commands(click.Group):
     ``LAZY_COMMANDS`` on first use.
     """
 
+    context_class = UnbrokenContext
+
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+        """The commands in the order of the help's map (helptext.SECTIONS)."""
+        mapped = [name for _, commands in SECTIONS for name, _ in commands]
+        others = sorted({*super().list_commands(ctx), *LAZY_COMMANDS} - set(mapped))
+        return mapped + others
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         target = LAZY_COMMANDS.get(name)
         if target is None:
-            return super().get_command(ctx, name)
+            found = super().get_command(ctx, name)
+            return None if found is None else unbroken(found)
         import importlib
 
         module_name, _, attribute = target.partition(":")
         command = getattr(importlib.import_module(module_name), attribute)
         if not isinstance(command, click.Command):
             raise TypeError(f"{target} is not a click command")
-        return command
+        return unbroken(command)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands by what they are for, each with its one-line summary (no imports)."""
+        width = max(len(name) for _, commands in SECTIONS for name, _ in commands)
+        for title, commands in SECTIONS:
+            with formatter.section(title):
+                formatter.write_dl([(name.ljust(width), summary) for name, summary in commands])
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        width = max(len(command) for command, _ in EXAMPLES)
+        with formatter.section("Examples"):
+            for command, what in EXAMPLES:
+                formatter.write(f"{' ' * formatter.current_indent}{command:<{width}}  # {what}\n")
+        formatter.write_paragraph()
+        formatter.write_text("`acp-proxy COMMAND --help` says more; docs/cli.md has every command.")
 
     def invoke(self, ctx: click.Context) -> Any:
         from acp_proxy.store.failures import unreadable
@@ -118,8 +140,16 @@ def _db_option() -> click.Option:
         envvar=DB_ENV,
         show_envvar=True,
         default=None,
-        help=f"Recording database [default: {default_db_path()}].",
+        help=f"Recording database [default: {_home_as_tilde(str(default_db_path()))}].",
     )
+
+
+def _home_as_tilde(path: str) -> str:
+    """``path`` with the home folder written ``~``: shorter, and a shell still expands it."""
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and path.startswith(home + os.sep):
+        return "~" + path[len(home) :]
+    return path
 
 
 def db_option(function: F) -> F:
@@ -270,6 +300,22 @@ def record(
     sys.exit(run_record(options, report))
 
 
+def _how_to_run(program: str) -> str:
+    """``program`` as the user can type it: its name when it is on PATH, else its path beside
+    this interpreter (a virtualenv's ``bin`` that is not activated), relative when shorter."""
+    import shutil
+
+    beside = Path(sys.executable).parent / program
+    if shutil.which(program) or not beside.exists():
+        return program
+    relative = os.path.relpath(beside)
+    return (
+        relative
+        if len(relative) < len(str(beside)) and not relative.startswith("..")
+        else str(beside)
+    )
+
+
 def _record_bridge(
     db: Path | None, label: str | None, grace: float, check: bool, otlp: str | None,
     otlp_content: bool, max_recorder_wait: float, ui: bool, connect: str | None,
@@ -356,5 +402,7 @@ def demo(db: Path | None, label: str, prompts: tuple[str, ...]) -> None:
     database = connect(db_path, create=False)
     summary = summarize(database, resolve_ref(database, label))
     has_datasette = importlib.util.find_spec("datasette") is not None
-    click.echo("\n" + render_summary(summary, db_path, datasette_installed=has_datasette), nl=False)
+    programs = {name: _how_to_run(name) for name in ("sqlite-utils", "datasette")}
+    said = render_summary(summary, db_path, datasette_installed=has_datasette, programs=programs)
+    click.echo("\n" + said, nl=False)
     sys.exit(status)

@@ -394,7 +394,7 @@ def _to_agent(
 
 def _grace_ns(timeout_ns: int) -> int:
     """How long the agent (and after a signal, the whole run) has to end: at most the timeout."""
-    from acp_proxy.record.spawn import DEFAULT_GRACE
+    from acp_proxy.record.defaults import DEFAULT_GRACE
 
     return min(timeout_ns, int(DEFAULT_GRACE * 1e9))
 

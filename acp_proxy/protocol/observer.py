@@ -36,6 +36,7 @@ from acp_proxy.protocol.jsonrpc import (
     PendingKey,
     PendingRequest,
     decode,
+    decode_for_reading,
     envelope,
 )
 from acp_proxy.protocol.wire import Frame, Raw
@@ -206,7 +207,7 @@ class ConnectionObserver:
         where = _DIRECTION_OF_TEXT.get(direction)
         if where is None or where is _STDERR:
             return _reading((STDERR_KIND, None, []))
-        value, failure = decode(raw)
+        value, failure = decode_for_reading(raw)
         if failure is not None:
             kind = _KIND_TEXT[failure.kind]
             event = _new_event((seq, direction, kind, None, None, None, None, None, None, None,
@@ -299,18 +300,10 @@ class ConnectionObserver:
                     if type(update) is dict:
                         # Inlined type checks: this branch runs for nearly every frame.
                         get = update.get
-                        update_kind = get("sessionUpdate")
-                        if type(update_kind) is not str:
-                            update_kind = None
-                        message_id = get("messageId")
-                        if type(message_id) is not str:
-                            message_id = None
-                        tool_call_id = get("toolCallId")
-                        if type(tool_call_id) is not str:
-                            tool_call_id = None
-                        stop_reason = get("stopReason")
-                        if type(stop_reason) is not str:
-                            stop_reason = None
+                        update_kind = v if type(v := get("sessionUpdate")) is str else None
+                        message_id = v if type(v := get("messageId")) is str else None
+                        tool_call_id = v if type(v := get("toolCallId")) is str else None
+                        stop_reason = v if type(v := get("stopReason")) is str else None
                     else:
                         update = None
                 elif method == acp.REQUEST_PERMISSION:

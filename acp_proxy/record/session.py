@@ -29,10 +29,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from acp_proxy.errors import RecordingError
+from acp_proxy.record.defaults import DEFAULT_GRACE, DEFAULT_MAX_WAIT
 from acp_proxy.record.launch import Launched, launch
 from acp_proxy.record.recording import FLUSH_DEADLINE, connection_settings
-from acp_proxy.record.spawn import DEFAULT_GRACE
-from acp_proxy.record.tap import DEFAULT_MAX_WAIT
 from acp_proxy.stderr import Reporter
 
 if TYPE_CHECKING:

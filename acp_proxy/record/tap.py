@@ -61,16 +61,17 @@ from collections.abc import Iterator
 from typing import Any
 
 from acp_proxy.protocol.acp import Direction
+from acp_proxy.record import defaults
 from acp_proxy.record.losses import Lost
 from acp_proxy.stderr import Reporter
+
+DEFAULT_MAX_WAIT = defaults.DEFAULT_MAX_WAIT  # the same number, for those who look for it here
 
 HEADER = struct.Struct("=BBxxIQ")  # kind, direction, (padding), payload length, monotonic ns
 CHUNK, UPDATE, CONFIG = 1, 2, 3
 _SKIP = 4  # ring only: the writer went back to the start of the ring; never a message
 LOST = 5
 _LOST = struct.Struct("=QQB")  # size, newlines, ends with a newline; the reason follows
-# Seconds forwarding may wait for room in the tap before chunks are dropped from the recording.
-DEFAULT_MAX_WAIT = 1.0
 CONTROL_RESERVE = 64 * 1024
 STALL_REASON = "the recorder fell behind (forwarding waits at most {wait:g}s for it)"
 DIRECTION_CODES = {Direction.CLIENT_TO_AGENT: 0, Direction.AGENT_TO_CLIENT: 1,

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from acp_proxy.record.defaults import DEFAULT_GRACE, DEFAULT_MAX_WAIT
 from acp_proxy.record.recording import FLUSH_DEADLINE, Recording, client_command
-from acp_proxy.record.spawn import DEFAULT_GRACE
-from acp_proxy.record.tap import DEFAULT_MAX_WAIT
 from acp_proxy.remote.bridge_headers import recorded_url, scrub_header_values
 from acp_proxy.stderr import Reporter
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from acp_proxy.plural import counted
 from acp_proxy.protocol.diffing import first_difference
 from acp_proxy.protocol.jsonrpc import NOT_JSON, parse_json
 from acp_proxy.protocol.normalize import Normalizer, canonical
@@ -179,8 +180,8 @@ class Drive:
 def report(drive: Drive, what: str) -> str:
     """The closing words: a one-line summary, and the divergence with its context."""
     head = (
-        f"replay --to-agent of {what}: sent {drive.sent} client frame(s), matched "
-        f"{drive.matched} of {drive.expected_total} agent frame(s)."
+        f"replay --to-agent of {what}: sent {counted(drive.sent, 'client frame')}, matched "
+        f"{drive.matched} of {counted(drive.expected_total, 'agent frame')}."
     )
     found = drive.divergence
     if found is None:

@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from acp_proxy.plural import counted
 from acp_proxy.protocol.diffing import first_difference
 from acp_proxy.protocol.jsonrpc import Kind, decode, envelope, id_key
 from acp_proxy.replay.expects import Expectations, describe
@@ -299,7 +300,9 @@ class Replay:
             data = {"replay": "stopped"}
             self._buffer.append(error_frame(live_id, f"acp-proxy replay stopped: {reason}", data))
         if self._pending:
-            self._note(None, f"{len(self._pending)} client request(s) answered with an error")
+            self._note(
+                None, f"{counted(len(self._pending), 'client request')} answered with an error"
+            )
         self._pending.clear()
 
 

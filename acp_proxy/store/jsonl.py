@@ -5,6 +5,9 @@ Rules:
   with every column of the connection row but ``id``; then one line per frame with every
   column of the frame row but ``id`` and ``connection_id``, ``raw`` as a JSON string when it
   is UTF-8, else ``raw_base64``. Reading a line back gives identical rows and bytes.
+- No line holds a raw control character (``display.json_line``: C1 controls, DEL and the
+  bidirectional controls are written as ``\\uXXXX``): a terminal showing the file is never
+  driven by it, and every value, ``raw`` included, reads back exactly as recorded.
 - A redacted export (share/redact.py) adds ``"redaction"`` to the header and ``"redacted"``
   (JSON paths) to the frames it changed; both are information only and never imported.
 - A file may hold several exports one after the other (a cassette's episodes): every line
@@ -21,6 +24,8 @@ from typing import Any
 
 import orjson
 
+from acp_proxy.display import json_line
+
 FORMAT = "acp-proxy-jsonl"
 FORMAT_VERSION = 1
 
@@ -28,7 +33,7 @@ FORMAT_VERSION = 1
 def header_line(connection: dict[str, Any], **extra: Any) -> bytes:
     """The header line of an export of ``connection`` (its row but ``id``), with ``extra``."""
     header = {"format": FORMAT, "version": FORMAT_VERSION, "connection": connection, **extra}
-    return orjson.dumps(header) + b"\n"
+    return json_line(orjson.dumps(header)) + b"\n"
 
 
 def frame_line(record: dict[str, Any], redacted: list[str] | None = None) -> bytes:
@@ -40,7 +45,7 @@ def frame_line(record: dict[str, Any], redacted: list[str] | None = None) -> byt
         record["raw_base64"] = base64.b64encode(raw).decode()
     if redacted:
         record["redacted"] = redacted
-    return orjson.dumps(record) + b"\n"
+    return json_line(orjson.dumps(record)) + b"\n"
 
 
 def is_header(line: bytes) -> bool:

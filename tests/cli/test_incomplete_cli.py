@@ -46,7 +46,7 @@ def test_ls_marks_the_incomplete_recording_only(incomplete: Path) -> None:
     (whole,) = [line for line in listed.stdout.splitlines() if " whole " in line]
     (holey,) = [line for line in listed.stdout.splitlines() if " holey " in line]
     assert "incomplete" not in whole
-    assert holey.endswith("exit 0, 1 errors, incomplete: 3 frames lost")
+    assert holey.endswith("exit 0, 1 error, incomplete: 3 frames lost")
     records = [json.loads(line) for line in _proxy(incomplete, "ls", "--json").stdout.splitlines()]
     assert [(r["label"], r["status"], r["frames_lost"]) for r in records] == [
         ("whole", "exited", 0), ("holey", "incomplete", 3),

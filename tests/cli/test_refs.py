@@ -82,6 +82,13 @@ def test_a_folder_is_not_a_recording_file(recorded: Path, tmp_path: Path) -> Non
     assert said == "acp-proxy: exports/: is a folder, not a recording file\n"
 
 
+def test_a_file_that_exists_is_not_said_to_be_missing(recorded: Path, tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("# recordings\n")
+    said = one_line(acp_proxy("show", "./README.md", "--db", str(recorded), cwd=tmp_path))
+    assert said.startswith("acp-proxy: ./README.md: not a recording file (recording files are ")
+    assert "*.jsonl" in said
+
+
 def test_a_label_written_like_a_path_still_names_its_recording(db_path: Path) -> None:
     write_recording(db_path, V1_CONVERSATION, label="team/v1")
     done = acp_proxy("show", "team/v1", "--db", str(db_path))
