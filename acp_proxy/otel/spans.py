@@ -41,7 +41,7 @@ Attributes = dict[str, AttributeValue]
 # Redacts one JSON value (the method of its message is given for the redactor's rules).
 ContentFilter = Callable[[Any, str | None], Any]
 
-INTERNAL, CLIENT = "internal", "client"
+INTERNAL, CLIENT, SERVER = "internal", "client", "server"
 UNSET, ERROR = "unset", "error"
 MAX_EVENTS = 128
 CONNECTION_SPAN, SESSION_SPAN, TURN_SPAN, TOOL_SPAN = (
@@ -135,6 +135,7 @@ class ConnectionInfo:
     uid: str
     started_ns: int
     label: str | None = None
+    transport: str = "stdio"  # or http, websocket: a remote connection (otel/http_spans.py)
 
 
 def _same(text: str) -> str:
@@ -248,7 +249,12 @@ class SpanBuilder:
         self._frames = 0
         self._stderr_lines = 0
         self._malformed = 0
-        attributes: Attributes = {"acp.connection.uid": connection.uid, "network.transport": "pipe"}
+        remote = connection.transport != "stdio"
+        attributes: Attributes = {
+            "acp.connection.uid": connection.uid, "network.transport": "tcp" if remote else "pipe",
+        }  # fmt: skip
+        if remote:
+            attributes["acp.transport"] = connection.transport
         if connection.label:
             attributes["acp.connection.label"] = self._text(connection.label)
         self._connection = Span(
