@@ -197,6 +197,7 @@ class OtlpSender:
         from opentelemetry.trace import Link, SpanContext, SpanKind, TraceFlags
         from opentelemetry.trace.status import Status, StatusCode
 
+        kinds = {values.CLIENT: SpanKind.CLIENT, values.SERVER: SpanKind.SERVER}
         limits = self._limits
         sampled = TraceFlags(TraceFlags.SAMPLED)
 
@@ -233,7 +234,7 @@ class OtlpSender:
             attributes=attributes(span.attributes, limits.max_span_attributes),
             events=events,
             links=links,
-            kind=SpanKind.CLIENT if span.kind == values.CLIENT else SpanKind.INTERNAL,
+            kind=kinds.get(span.kind, SpanKind.INTERNAL),
             status=status,
             start_time=span.start_ns,
             end_time=span.end_ns,
@@ -247,9 +248,11 @@ def export_frames(
     options: values.Options,
     sender: OtlpSender,
     batch_spans: int = BATCH_SPANS,
+    exchanges: Iterable[dict[str, Any]] = (),
 ) -> SendResult:
     """Build the spans of one recorded connection and send them, ``batch_spans`` at a time.
 
+    ``exchanges``: a remote connection's HTTP requests, one server span each (http_spans.py).
     Stops at the first batch the collector refuses (``error`` says why).
     """
     result = SendResult()
@@ -271,5 +274,8 @@ def export_frames(
         if len(pending) >= batch_spans and not flush():
             return result  # the collector is not taking spans: do not wait on it batch by batch
     pending += builder.finish()
+    from acp_proxy.otel.http_spans import exchange_spans
+
+    pending += exchange_spans(connection.uid, exchanges, options.text)
     flush()
     return result

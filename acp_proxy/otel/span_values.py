@@ -18,7 +18,7 @@ Attributes = dict[str, AttributeValue]
 # Redacts one JSON value (the method of its message is given for the redactor's rules).
 ContentFilter = Callable[[Any, str | None], Any]
 
-INTERNAL, CLIENT = "internal", "client"
+INTERNAL, CLIENT, SERVER = "internal", "client", "server"
 UNSET, ERROR = "unset", "error"
 MAX_EVENTS = 128
 
@@ -69,6 +69,7 @@ class ConnectionInfo:
     uid: str
     started_ns: int
     label: str | None = None
+    transport: str = "stdio"  # or http, websocket: a remote connection (otel/http_spans.py)
 
 
 def _same(text: str) -> str:

@@ -124,7 +124,12 @@ class SpanBuilder:
         self._frames = 0
         self._stderr_lines = 0
         self._malformed = 0
-        attributes: Attributes = {"acp.connection.uid": connection.uid, "network.transport": "pipe"}
+        remote = connection.transport != "stdio"
+        attributes: Attributes = {
+            "acp.connection.uid": connection.uid, "network.transport": "tcp" if remote else "pipe",
+        }  # fmt: skip
+        if remote:
+            attributes["acp.transport"] = connection.transport
         if connection.label:
             attributes["acp.connection.label"] = self._text(connection.label)
         self._connection = Span(
