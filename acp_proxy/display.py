@@ -10,6 +10,10 @@ Rules:
   (CSI and OSC as single code points), the line and paragraph separators and the bidirectional
   overrides and isolates (text that reads one way and runs another). The escape is Python's
   spelling (``\\x1b``, ``\\u202e``), so a reader can tell what was there.
+- JSON that may reach a terminal (``show --json``, ``export --format jsonl``, ``redact``,
+  reports) is passed through ``json_visible``/``json_line``: the characters JSON leaves raw
+  are written as JSON escapes, so the document parses back to the very same values (a
+  frame's ``raw`` stays byte for byte what was recorded) while a terminal sees only ASCII.
 - ``lines=True`` keeps newlines and tabs (multi-line output: reports, fenced blocks); one-line
   output (the default) escapes them too, so one frame stays one line.
 - Nothing else changes: printable text, emoji and their joiners pass as they are, and text
@@ -56,3 +60,10 @@ def json_visible(document: str) -> str:
     if document.isascii() and "\x7f" not in document:  # DEL is ASCII but a control
         return document
     return _UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
+
+
+def json_line(document: bytes) -> bytes:
+    """``json_visible`` for encoded JSON (a JSONL line): the same values, no raw controls."""
+    if document.isascii() and b"\x7f" not in document:
+        return document
+    return json_visible(document.decode("utf-8", "surrogatepass")).encode("utf-8", "surrogatepass")

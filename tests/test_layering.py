@@ -6,6 +6,9 @@
 - Only ``store/`` speaks SQL; only ``cli/`` imports click; nothing but ``cli/`` and
   ``__main__`` imports ``cli/``.
 - ``record/`` never imports anyio or asyncio, not even through what it imports.
+- Module by module, no import runs from a lower layer to a higher one (``LAYERS``, the order of
+  docs/design.md) and no modules import one another in a circle: every import counts, at any
+  depth of the code, type-checking ones too.
 """
 
 from __future__ import annotations
@@ -109,6 +112,17 @@ def test_only_store_speaks_sql() -> None:
         assert not sql, f"{_name(path)} imports {sorted(sql)}"
 
 
+def test_only_store_runs_sql() -> None:
+    """A database handle may be held elsewhere (``readers.Database``), never queried."""
+    sql_calls = {"execute", "executemany", "executescript"}
+    for path in _modules():
+        if _inside(path, "store"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                assert node.func.attr not in sql_calls, f"{_name(path)}:{node.lineno} runs SQL"
+
+
 def test_only_cli_imports_click_and_nothing_imports_cli() -> None:
     for path in _modules():
         if _inside(path, "cli") or path == PACKAGE / "__main__.py":
@@ -156,11 +170,12 @@ def test_every_module_states_its_rules() -> None:
 def test_no_module_is_left_at_the_top_but_the_shared_few() -> None:
     top = sorted(path.name for path in PACKAGE.glob("*.py"))
     assert top == [
-        "__init__.py", "__main__.py", "display.py", "errors.py", "paths.py", "stderr.py"
+        "__init__.py", "__main__.py", "display.py", "errors.py", "paths.py", "plural.py",
+        "stderr.py",
     ]  # fmt: skip
 
 
-GROUND_FLOOR = ["display.py", "errors.py", "paths.py", "stderr.py"]
+GROUND_FLOOR = ["display.py", "errors.py", "paths.py", "plural.py", "stderr.py"]
 
 
 @pytest.mark.parametrize("name", GROUND_FLOOR)
@@ -169,6 +184,83 @@ def test_the_ground_floor_imports_nothing_above_it(name: str) -> None:
     floor = {PACKAGE / other for other in GROUND_FLOOR}
     above = [_name(path) for path in _project_imports(PACKAGE / name) if path not in floor]
     assert not above, f"{name} imports {sorted(above)}"
+
+
+# From the bottom up; a package may import its own layer and those below it, never above.
+LAYERS: list[set[str]] = [
+    {"acp_proxy", "errors", "paths", "display", "plural", "stderr"},  # the ground floor
+    {"protocol"},  # what bytes mean
+    {"store"},  # the only SQL
+    {"check"},  # the rules, and one check or diff of a stored scope
+    {"inspect", "editors"},  # reading recordings for people; editor settings
+    {"share", "record"},  # bug reports and redaction; the proxy and its recorder
+    {"otel", "replay", "remote", "testing", "demo"},  # built on the recorder, bundles, exports
+    {"serve"},  # servers over all of it
+    {"cli", "__main__"},  # the command line composes everything
+]
+
+
+def _layer(name: str) -> int:
+    parts = name.split(".")
+    package = parts[1] if len(parts) > 1 else parts[0]
+    found = [i for i, layer in enumerate(LAYERS) if package in layer]
+    assert found, f"{name}: its package {package!r} is in no layer of LAYERS"
+    return found[0]
+
+
+def test_every_package_has_a_layer() -> None:
+    for path in _modules():
+        _layer(_name(path))
+
+
+@pytest.mark.parametrize("path", _modules(), ids=_name)
+def test_no_module_imports_from_a_higher_layer(path: Path) -> None:
+    here = _layer(_name(path))
+    above = sorted(_name(p) for p in _project_imports(path) if _layer(_name(p)) > here)
+    assert not above, f"{_name(path)} (layer {here}) imports from higher layers: {above}"
+
+
+def test_no_modules_import_each_other_in_a_circle() -> None:
+    graph = {path: _project_imports(path) - {path} for path in _modules()}
+    circles: list[list[str]] = []
+    order: dict[Path, int] = {}
+    low: dict[Path, int] = {}
+    stack: list[Path] = []
+    on_stack: set[Path] = set()
+
+    def visit(node: Path) -> None:  # Tarjan: strongly connected components
+        order[node] = low[node] = len(order)
+        stack.append(node)
+        on_stack.add(node)
+        for other in graph[node]:
+            if other not in order:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], order[other])
+        if low[node] == order[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(_name(member))
+                if member == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for node in graph:
+        if node not in order:
+            visit(node)
+    assert not circles, f"modules that import each other: {circles}"
+
+
+def test_record_never_chooses_a_sink() -> None:
+    """The command line lists the recorder's sinks (cli/sinks.py); record/ knows none."""
+    for path in _modules():
+        if _inside(path, "record"):
+            upward = {name for name in _imports(path) if name.startswith("acp_proxy.otel")}
+            assert not upward, f"{_name(path)} imports {sorted(upward)}"
 
 
 def test_check_shows_text_through_the_ground_floor_not_inspect() -> None:

@@ -24,6 +24,7 @@ import orjson
 
 from acp_proxy.check.engine import RULES, Finding, RuleInfo
 from acp_proxy.display import json_visible, visible
+from acp_proxy.plural import counted
 from acp_proxy.protocol.diffing import Diff, Item
 
 _INFO: dict[str, RuleInfo] = {info.id: info for info in RULES}
@@ -64,9 +65,14 @@ def render_text(checked: Sequence[Checked], rules: Sequence[str]) -> str:
             lines.append(finding_line(finding))
             lines.append(f"    fix: {_INFO[finding.rule].fix}")
     s = _summary(checked)
-    scope = f"{s['connections']} connection(s), {s['frames']} frames, {len(rules)} rules"
+    scope = (
+        f"{counted(s['connections'], 'connection')}, {counted(s['frames'], 'frame')}, "
+        f"{counted(len(rules), 'rule')}"
+    )
     if s["errors"] or s["warnings"]:
-        lines.append(f"{s['errors']} error(s), {s['warnings']} warning(s) in {scope}")
+        lines.append(
+            f"{counted(s['errors'], 'error')}, {counted(s['warnings'], 'warning')} in {scope}"
+        )
     else:
         lines.append(f"clean: {scope}")
     return "\n".join(lines) + "\n"
@@ -117,7 +123,7 @@ def render_junit(checked: Sequence[Checked], rules: Sequence[str]) -> str:
             if found:
                 failure = ET.SubElement(
                     case, "failure", type=found[0].severity,
-                    message=_clean(f"{len(found)} finding(s): {found[0].message}"),
+                    message=_clean(f"{counted(len(found), 'finding')}: {found[0].message}"),
                 )  # fmt: skip
                 failure.text = _clean(
                     "\n".join(finding_line(f) for f in found) + f"\nfix: {info.fix}"

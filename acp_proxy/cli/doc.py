@@ -6,8 +6,8 @@ Rules:
   by hand; change the commands' docstrings and option help instead.
 - Each section is exactly what ``acp-proxy ... --help`` prints on a 100-column terminal, in a
   fenced code block under a ``## acp-proxy ...`` heading: the top-level help first, then every
-  command of the group, depth first, in sorted order. Hidden commands are left out, as in
-  ``--help``.
+  command of the group, depth first, in the order the group lists them (the help's map).
+  Hidden commands are left out, as in ``--help``.
 - The text depends on the code only, never on who renders it or where. Defaults such as the
   ``--db`` path are computed when ``acp_proxy.cli.main`` is imported and wrapped into the help, so
   the help is rendered in a child interpreter whose ``HOME`` and XDG base directories are fixed
@@ -94,7 +94,7 @@ def _helps(
     yield path, command.get_help(ctx)
     if not isinstance(command, click.Group):
         return
-    for name in sorted(command.list_commands(ctx)):
+    for name in command.list_commands(ctx):
         sub = command.get_command(ctx, name)
         if sub is None or sub.hidden:
             continue

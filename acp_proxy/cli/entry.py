@@ -14,6 +14,7 @@ Rules:
   and ``--otlp-content``; ``--otlp`` alone or with a URL after ``=`` or a space), then ``--``
   and a command. Anything else (``--help``, an unknown or malformed option, ``--otlp`` without
   the ``otel`` extra) goes through the command line as usual, which also reports mistakes.
+- ``acp-proxy --version`` alone is answered here too, in click's words, without click.
 - That form is then run without the command-line library at all (its options were just read
   here, exactly as the command would read them: tests/test_record.py compares the two), which
   keeps its import time and memory out of every proxied session. Everything else goes through
@@ -28,8 +29,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from acp_proxy.paths import DB_ENV, default_db_file
-from acp_proxy.record.spawn import DEFAULT_GRACE
-from acp_proxy.record.tap import DEFAULT_MAX_WAIT
+from acp_proxy.record.defaults import DEFAULT_GRACE, DEFAULT_MAX_WAIT
 from acp_proxy.stderr import report
 
 # The options of ``record`` that the early launch understands (tests check they still exist).
@@ -119,6 +119,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     settings = early_record_settings(args)
     if settings is not None:
+        from acp_proxy.cli.sinks import recorder_sinks
         from acp_proxy.record.launch import launch  # only here: other commands do not need it
 
         otlp: dict[str, object] | None = None
@@ -126,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             otlp = {"endpoint": settings.otlp or None, "content": settings.otlp_content}
         launched = launch(
             settings.agent, report, settings.db_path, settings.label, check=settings.check,
-            otlp=otlp, max_wait=settings.max_recorder_wait,
+            otlp=otlp, max_wait=settings.max_recorder_wait, sinks=recorder_sinks,
         )  # fmt: skip
         from pathlib import Path
 
@@ -135,9 +136,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         options = RecordOptions(
             settings.agent, Path(settings.db_path), label=settings.label, grace=settings.grace,
             check=settings.check, otlp=settings.otlp, otlp_content=settings.otlp_content,
-            max_recorder_wait=settings.max_recorder_wait, ui=settings.ui,
+            max_recorder_wait=settings.max_recorder_wait, ui=settings.ui, sinks=recorder_sinks,
         )  # fmt: skip
         sys.exit(record(options, report, launched))
+    if args == ["--version"]:  # what click's version option says, without loading click
+        from acp_proxy import __version__
+
+        sys.stdout.write(f"acp-proxy, version {__version__}\n")
+        sys.stdout.flush()
+        return
     from acp_proxy.cli.main import main as command_line
 
     command_line(args=args)

@@ -33,6 +33,7 @@ from acp_proxy.inspect.render import words as present
 from acp_proxy.inspect.render.text import (
     STATS_HEADER,
     connection_line,
+    fit,
     frame_json,
     frame_line,
     incomplete,
@@ -42,6 +43,7 @@ from acp_proxy.inspect.render.text import (
     turn_record,
     turn_stats,
 )
+from acp_proxy.plural import counted
 from acp_proxy.store import readers as store_read
 from acp_proxy.store.values import FrameRow
 
@@ -130,24 +132,36 @@ def _writer(
 def ls_command(db: Path | None, limit: int, show_all: bool, as_json: bool, no_pager: bool) -> None:
     """List recorded connections and their sessions, oldest first.
 
-    Each line: id, label, start time, agent <- client, protocol version, frames, prompt turns,
-    duration, how the agent ended, and error responses. Sessions follow, indented; the last
-    line says where the database is and its size (see `delete` and `prune`).
+    Each line: id, label, start time, agent <- client, protocol version, how it was carried
+    (for remote agents: http or websocket and the client's address; a stdio bridge to one),
+    frames, prompt turns, duration, how the agent ended, and error responses. A peer that did
+    not name itself is named by its command (an interpreter's script, not the interpreter), a
+    remote agent by its URL. Sessions follow, indented; the last line says where the database
+    is and its size (see `delete` and `prune`). On a terminal lines are cut to its width and
+    long output goes through $PAGER.
     """
     from acp_proxy.cli.tidy import human_bytes
     from acp_proxy.store.tidy import database_bytes
 
     db_path = resolve_db(db)
     database = store_read.open_for_reading(db_path)
+    columns = None if as_json else width()  # read before the pager takes stdout
     with paged(not no_pager and not as_json), quiet_pipe():
-        _ls(database, limit, show_all, as_json)
+        _ls(database, limit, show_all, as_json, columns)
         if not as_json:
             total = store_read.connection_count(database)
             size = database_bytes(db_path)
-            click.echo(f"{visible(str(db_path))}: {total} connections, {human_bytes(size)}")
+            held = f"{counted(total, 'connection')}, {human_bytes(size)}"
+            click.echo(_fitted(f"{visible(str(db_path))}: {held}", columns))
 
 
-def _ls(database: Any, limit: int, show_all: bool, as_json: bool) -> None:
+def _fitted(line: str, columns: int | None) -> str:
+    return line if columns is None else fit(line, columns)
+
+
+def _ls(
+    database: Any, limit: int, show_all: bool, as_json: bool, columns: int | None = None
+) -> None:
     for row in store_read.connections(database, None if show_all else limit):
         counts = store_read.counts(database, row.id)
         ended = row.ended_ns - row.started_ns if row.ended_ns is not None else None
@@ -164,12 +178,16 @@ def _ls(database: Any, limit: int, show_all: bool, as_json: bool) -> None:
                 "exit_code": row.exit_code, "exit_signal": row.exit_signal,
                 "errors": counts.errors, "malformed": counts.malformed,
                 "sessions": [s for s, _ in counts.sessions],
+                "transport": row.transport, "remote_url": row.remote_url,
+                "client_address": row.client_address,
             }  # fmt: skip
             click.echo(json_visible(orjson.dumps(record).decode()))
             continue
-        click.echo(connection_line(row, counts.frames, counts.prompts, counts.errors, ended))
+        line = connection_line(row, counts.frames, counts.prompts, counts.errors, ended)
+        click.echo(_fitted(line, columns))
         for session_id, prompts in counts.sessions:
-            click.echo(f"       session {visible(str(session_id))}  {prompts} turns")
+            session = f"       session {visible(str(session_id))}  {counted(prompts, 'turn')}"
+            click.echo(_fitted(session, columns))
 
 
 def _say_if_none(shown: int) -> None:
@@ -208,8 +226,9 @@ def show_command(
     where = store_read.FrameFilter(**filters)
     after = 0 if from_seq is None else from_seq - 1
     shown = 0
+    columns = width()  # read before the pager takes stdout
     with paged(not no_pager and fmt != "raw"):
-        write = _writer(fmt, store_read.first_mono_ns(database, connection_id), width())
+        write = _writer(fmt, store_read.first_mono_ns(database, connection_id), columns)
         with quiet_pipe():
             for frame in store_read.frames(
                 database, connection_id, where, after_seq=after, limit=limit, until_seq=to_seq

@@ -10,6 +10,7 @@ Rules:
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -17,10 +18,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from acp_proxy import __version__
+from acp_proxy.cli.helptext import EXAMPLES, SECTIONS, UnbrokenContext, unbroken
 from acp_proxy.errors import AcpProxyError, BadReference
 from acp_proxy.paths import DB_ENV, default_db_path
-from acp_proxy.record.spawn import DEFAULT_GRACE
-from acp_proxy.record.tap import DEFAULT_MAX_WAIT
+from acp_proxy.record.defaults import DEFAULT_GRACE, DEFAULT_MAX_WAIT
 from acp_proxy.stderr import report
 
 if TYPE_CHECKING:
@@ -77,20 +78,41 @@ class _Commands(click.Group):
     ``LAZY_COMMANDS`` on first use.
     """
 
+    context_class = UnbrokenContext
+
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+        """The commands in the order of the help's map (helptext.SECTIONS)."""
+        mapped = [name for _, commands in SECTIONS for name, _ in commands]
+        others = sorted({*super().list_commands(ctx), *LAZY_COMMANDS} - set(mapped))
+        return mapped + others
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         target = LAZY_COMMANDS.get(name)
         if target is None:
-            return super().get_command(ctx, name)
+            found = super().get_command(ctx, name)
+            return None if found is None else unbroken(found)
         import importlib
 
         module_name, _, attribute = target.partition(":")
         command = getattr(importlib.import_module(module_name), attribute)
         if not isinstance(command, click.Command):
             raise TypeError(f"{target} is not a click command")
-        return command
+        return unbroken(command)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands by what they are for, each with its one-line summary (no imports)."""
+        width = max(len(name) for _, commands in SECTIONS for name, _ in commands)
+        for title, commands in SECTIONS:
+            with formatter.section(title):
+                formatter.write_dl([(name.ljust(width), summary) for name, summary in commands])
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        width = max(len(command) for command, _ in EXAMPLES)
+        with formatter.section("Examples"):
+            for command, what in EXAMPLES:
+                formatter.write(f"{' ' * formatter.current_indent}{command:<{width}}  # {what}\n")
+        formatter.write_paragraph()
+        formatter.write_text("`acp-proxy COMMAND --help` says more; docs/cli.md has every command.")
 
     def invoke(self, ctx: click.Context) -> Any:
         from acp_proxy.store.failures import unreadable
@@ -118,8 +140,16 @@ def _db_option() -> click.Option:
         envvar=DB_ENV,
         show_envvar=True,
         default=None,
-        help=f"Recording database [default: {default_db_path()}].",
+        help=f"Recording database [default: {_home_as_tilde(str(default_db_path()))}].",
     )
+
+
+def _home_as_tilde(path: str) -> str:
+    """``path`` with the home folder written ``~``: shorter, and a shell still expands it."""
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and path.startswith(home + os.sep):
+        return "~" + path[len(home) :]
+    return path
 
 
 def db_option(function: F) -> F:
@@ -205,6 +235,47 @@ def main() -> None:
     "of its own that only reads the database; its address is said on stderr.",
 )
 @click.option(
+    "--listen",
+    metavar="HOST:PORT",
+    help="Be a reverse proxy for a remote agent instead: serve its endpoint (Streamable HTTP "
+    "over HTTP/1.1 and h2c, and WebSocket) on HOST:PORT (loopback unless told otherwise; port "
+    "0 picks a free one, said on stderr) and record every connection. Needs --upstream and the "
+    "`remote` extra. See docs/remote.md.",
+)
+@click.option(
+    "--upstream",
+    metavar="URL",
+    help="With --listen: the remote agent's endpoint, e.g. http://127.0.0.1:8000/acp "
+    "(https is verified against the system's CAs or --upstream-ca).",
+)
+@click.option(
+    "--upstream-ca",
+    type=click.Path(exists=True, dir_okay=False),
+    metavar="FILE",
+    help="With --listen: verify an https upstream against the CA certificates in FILE (PEM) "
+    "instead of the system's.",
+)
+@click.option(
+    "--cert",
+    type=click.Path(exists=True, dir_okay=False),
+    metavar="FILE",
+    help="With --listen: serve TLS (https, h2, wss) with this certificate chain (PEM); needs "
+    "--key.",
+)
+@click.option(
+    "--key",
+    type=click.Path(exists=True, dir_okay=False),
+    metavar="FILE",
+    help="With --listen: the private key (PEM) of --cert.",
+)
+@click.option(
+    "--record-credentials",
+    is_flag=True,
+    help="With --listen: also record the values of Authorization, Cookie and other credential "
+    "headers (never recorded otherwise: the recording shows only that they were there). "
+    "Bundles and redacted exports still remove them.",
+)
+@click.option(
     "--connect",
     metavar="URL",
     help="Be the agent yourself, for a remote one: bridge the client on stdin and stdout to "
@@ -230,6 +301,12 @@ def record(
     otlp_content: bool,
     max_recorder_wait: float,
     ui: bool,
+    listen: str | None,
+    upstream: str | None,
+    upstream_ca: str | None,
+    cert: str | None,
+    key: str | None,
+    record_credentials: bool,
     connect: str | None,
     headers: tuple[str, ...],
     agent_command: tuple[str, ...],
@@ -246,7 +323,12 @@ def record(
 
     With --connect URL instead of a command, the proxy is the client's agent and a remote ACP
     client to URL; it exits 0 when the client ends, 1 when the remote end fails.
+
+    For a remote agent, serve its endpoint and record every client that connects:
+
+        acp-proxy record --listen 127.0.0.1:0 --upstream http://127.0.0.1:8000/acp
     """
+    from acp_proxy.cli.sinks import recorder_sinks
     from acp_proxy.record.session import RecordOptions
     from acp_proxy.record.session import record as run_record
 
@@ -254,18 +336,93 @@ def record(
         raise click.UsageError("--otlp-content needs --otlp")
     if otlp is not None:
         require_otel()
+    if listen is not None:
+        if agent_command:
+            raise click.UsageError("--listen records a remote agent: give no agent command")
+        if connect is not None or headers:
+            raise click.UsageError("--listen and --connect do not go together")
+        sys.exit(_listen(
+            listen, upstream, resolve_db(db), label=label, check=check, otlp=otlp,
+            otlp_content=otlp_content, max_recorder_wait=max_recorder_wait, ui=ui,
+            upstream_ca=upstream_ca, cert=cert, key=key, record_credentials=record_credentials,
+        ))  # fmt: skip
+    for name, value in (("--upstream", upstream), ("--upstream-ca", upstream_ca),
+                        ("--cert", cert), ("--key", key),
+                        ("--record-credentials", record_credentials or None)):  # fmt: skip
+        if value is not None:
+            raise click.UsageError(f"{name} needs --listen")
     if connect is not None or headers:
         _record_bridge(
             db, label, grace, check, otlp, otlp_content, max_recorder_wait, ui, connect,
             headers, agent_command,
         )  # fmt: skip
     if not agent_command:
-        raise click.UsageError("give the agent command (after --), or --connect URL")
+        raise click.UsageError(
+            "give the agent command (after --), or --connect URL, or --listen HOST:PORT"
+        )
     options = RecordOptions(
         agent_command, resolve_db(db), label=label, grace=grace, check=check, otlp=otlp,
         otlp_content=otlp_content, max_recorder_wait=max_recorder_wait, ui=ui,
+        sinks=recorder_sinks,
     )  # fmt: skip
     sys.exit(run_record(options, report))
+
+
+def _listen(
+    listen: str, upstream: str | None, db_path: Path, *, label: str | None, check: bool,
+    otlp: str | None, otlp_content: bool, max_recorder_wait: float, ui: bool,
+    upstream_ca: str | None, cert: str | None, key: str | None, record_credentials: bool,
+) -> int:  # fmt: skip
+    """``record --listen``: check the command line, then serve (remote/serve.py)."""
+    from acp_proxy.remote import missing_extra
+
+    if upstream is None:
+        raise click.UsageError("--listen needs --upstream URL (the remote agent's endpoint)")
+    if (cert is None) != (key is None):
+        raise click.UsageError("--cert and --key go together")
+    missing = missing_extra()
+    if missing is not None:
+        report(missing)
+        sys.exit(2)
+    from acp_proxy.remote.listen_address import AddressError, parse_listen
+    from acp_proxy.remote.serve import ListenOptions, run
+    from acp_proxy.remote.upstream import BadUpstream, Endpoint
+
+    try:
+        Endpoint.parse(upstream)
+        parse_listen(listen)
+    except (BadUpstream, AddressError) as error:
+        raise click.UsageError(str(error)) from None
+    from acp_proxy.cli.sinks import recorder_sinks
+
+    options = ListenOptions(
+        listen, upstream, db_path, label=label, check=check, sinks=recorder_sinks,
+        otlp=None if otlp is None else {"endpoint": otlp or None, "content": otlp_content},
+        max_recorder_wait=max_recorder_wait,
+        upstream_ca=upstream_ca, cert=cert, key=key, record_credentials=record_credentials,
+        ui=ui,
+    )  # fmt: skip
+    try:
+        return run(options, report)
+    except AddressError as error:
+        report(str(error))
+        return 2
+
+
+def _how_to_run(program: str) -> str:
+    """``program`` as the user can type it: its name when it is on PATH, else its path beside
+    this interpreter (a virtualenv's ``bin`` that is not activated), relative when shorter."""
+    import shutil
+
+    beside = Path(sys.executable).parent / program
+    if shutil.which(program) or not beside.exists():
+        return program
+    relative = os.path.relpath(beside)
+    return (
+        relative
+        if len(relative) < len(str(beside)) and not relative.startswith("..")
+        else str(beside)
+    )
 
 
 def _record_bridge(
@@ -294,6 +451,7 @@ def _record_bridge(
     if missing is not None:
         report(missing)
         sys.exit(2)
+    from acp_proxy.cli.sinks import recorder_sinks
     from acp_proxy.remote.bridge_session import BridgeOptions, record_bridge
 
     otlp_settings: dict[str, object] | None = None
@@ -301,7 +459,7 @@ def _record_bridge(
         otlp_settings = {"endpoint": otlp or None, "content": otlp_content}
     options = BridgeOptions(
         connect, transport, parsed, resolve_db(db), label=label, grace=grace, check=check,
-        otlp=otlp_settings, max_recorder_wait=max_recorder_wait,
+        otlp=otlp_settings, max_recorder_wait=max_recorder_wait, sinks=recorder_sinks,
     )  # fmt: skip
     sys.exit(record_bridge(options, report))
 
@@ -353,5 +511,7 @@ def demo(db: Path | None, label: str, prompts: tuple[str, ...]) -> None:
     database = connect(db_path, create=False)
     summary = summarize(database, resolve_ref(database, label))
     has_datasette = importlib.util.find_spec("datasette") is not None
-    click.echo("\n" + render_summary(summary, db_path, datasette_installed=has_datasette), nl=False)
+    programs = {name: _how_to_run(name) for name in ("sqlite-utils", "datasette")}
+    said = render_summary(summary, db_path, datasette_installed=has_datasette, programs=programs)
+    click.echo("\n" + said, nl=False)
     sys.exit(status)

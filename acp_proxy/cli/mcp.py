@@ -61,6 +61,7 @@ def mcp_command(
     from acp_proxy.serve.mcp.library import Library
     from acp_proxy.serve.mcp.server import build_server
     from acp_proxy.share.redaction_io import finder_for
+    from acp_proxy.store.readers import open_for_reading
     from acp_proxy.store.refs import import_recording_files
     from acp_proxy.store.search import open_for_search
 
@@ -75,7 +76,10 @@ def mcp_command(
         report("warning: --no-redact: tool results hold recorded secrets as they are")
     copies = Copies(source, finder)
     try:
-        build_server(Library(copies, max_bytes, writable=writable)).run("stdio")
+        library = Library(
+            copies, max_bytes, writable=writable, scanner=lambda: open_for_reading(path)
+        )
+        build_server(library).run("stdio")
     except KeyboardInterrupt:  # Ctrl-C in a terminal: the end, not an error
         pass
     finally:

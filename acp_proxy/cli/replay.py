@@ -251,8 +251,9 @@ def _listen(
 
 def _script(source: Path, ref: str, session: str | None, matcher: Matcher) -> tuple[Script, str]:
     """The replay script of ``ref`` (narrowed to a session), and its name for the summary."""
-    from acp_proxy.replay.script import RecordedFrame, build, select_session
+    from acp_proxy.replay.script import build, select_session
     from acp_proxy.store.replay_reads import load_script
+    from acp_proxy.store.values import RecordedFrame
 
     target, rows = load_script(source, ref, session)
     session = session or target.session_id
@@ -393,7 +394,7 @@ def _to_agent(
 
 def _grace_ns(timeout_ns: int) -> int:
     """How long the agent (and after a signal, the whole run) has to end: at most the timeout."""
-    from acp_proxy.record.spawn import DEFAULT_GRACE
+    from acp_proxy.record.defaults import DEFAULT_GRACE
 
     return min(timeout_ns, int(DEFAULT_GRACE * 1e9))
 

@@ -25,6 +25,7 @@ import orjson
 from acp_proxy.cli.inspect import quiet_pipe
 from acp_proxy.cli.main import db_option, report, resolve_db
 from acp_proxy.errors import AcpProxyError
+from acp_proxy.plural import counted
 from acp_proxy.store.readers import DIRECTIONS
 
 EXIT_NONE, EXIT_ERROR = 1, 2
@@ -37,7 +38,9 @@ def _bring_up_to_date(db: Any, name: str) -> None:
     state = index_state(db)
     if not state.pending:
         return
-    label = f"acp-proxy: indexing {state.pending:,} frames of {name} for search"
+    label = (
+        f"acp-proxy: indexing {counted(state.pending, 'frame', grouped=True)} of {name} for search"
+    )
     with click.progressbar(
         length=state.pending, label=label, file=sys.stderr, show_eta=False
     ) as bar:
@@ -51,7 +54,8 @@ def _open_for_search(path: Path, name: str | None = None) -> Any:
     if writable:
         _bring_up_to_date(db, name or str(path))
     elif pending := index_state(db).pending:
-        report(f"{path} is read-only: {pending:,} frames are not indexed and not searched")
+        frames = counted(pending, "frame", grouped=True)
+        report(f"{path} is read-only: {frames} not indexed and not searched")
     return db
 
 
@@ -59,8 +63,9 @@ def _open_for_search(path: Path, name: str | None = None) -> Any:
 @db_option
 @click.argument("pattern")
 @click.argument("refs", nargs=-1, metavar="[REF]...")
-@click.option("-E", "--regex", is_flag=True, help="PATTERN is a regular expression (Python re), "
-              "matched against each recorded line as it was recorded.")  # fmt: skip
+@click.option("-E", "--regex", is_flag=True, help="PATTERN is a regular expression (RE2: "
+              "linear time; Python's syntax without backreferences or lookaround), matched "
+              "against each recorded line as it was recorded.")  # fmt: skip
 @click.option("-i", "--ignore-case", is_flag=True,
               help="With --regex: ignore case (full text always does).")  # fmt: skip
 @click.option("--method", help="Only frames of this method (a glob: 'session/*').")

@@ -19,11 +19,16 @@ import io
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from acp_proxy.cli.main import db_option, open_ref, report
 from acp_proxy.errors import AcpProxyError
+from acp_proxy.plural import counted
+
+if TYPE_CHECKING:
+    from acp_proxy.share.redact import Redactor
 
 ENV_FILE_HELP = (
     "Also treat the secret-looking variables of this file (KEY=VALUE lines, e.g. the agent's "
@@ -39,13 +44,13 @@ def refuse(leaks: list[object], force: bool, what: str) -> None:
         assert isinstance(leak, Leak)
         report(f"still looks secret: {leak.shown()}")
     if leaks and not force:
-        report(f"{len(leaks)} finding(s): {what} not written (--force writes it anyway)")
+        report(f"{counted(len(leaks), 'finding')}: {what} not written (--force writes it anyway)")
         sys.exit(1)
 
 
 def redacted_jsonl(
     db: Path | None, ref: str | None, drop_contents: bool, env_file: Path | None
-) -> tuple[bytes, object, list[object]]:
+) -> tuple[bytes, Redactor, list[object]]:
     """The redacted JSONL export of REF, its Redactor and what verification found."""
     from acp_proxy.share.redact import Redactor
     from acp_proxy.share.redaction_io import finder_for, redacted_export
@@ -120,7 +125,8 @@ def _verify(path: Path, env_file: Path | None, ref: str | None) -> None:
     for leak in leaks:
         click.echo(visible(leak.shown()))
     if leaks:
-        click.echo(f"{len(leaks)} thing(s) in {path} still look secret")
+        verb = "looks" if len(leaks) == 1 else "look"
+        click.echo(f"{counted(len(leaks), 'thing')} in {path} still {verb} secret")
         sys.exit(1)
     click.echo(f"clean: nothing in {path} looks secret")
 
@@ -179,7 +185,7 @@ def bundle_command(
     data, redactor, leaks = redacted_jsonl(db, ref, drop_contents, env_file)
     header = orjson.loads(data.split(b"\n", 1)[0])
     try:
-        members = build_members(data, header.get("redaction", {}), schema_dir)
+        members = build_members(data, header.get("redaction", {}), schema_dir, redactor.text)
     except AcpProxyError as error:
         raise AcpProxyError(f"cannot build the bundle: {error}") from error
     from acp_proxy.share.redaction_io import finder_for

@@ -5,7 +5,8 @@ Rules:
   is set to anything non-empty (no-color.org); ``always`` and ``never`` are what they say.
   The choice is put on the click context, which every ``click.echo`` consults.
 - Width: lines are cut to the terminal's width (``COLUMNS`` wins, as ``shutil`` reads it) only
-  when stdout is a terminal; into a pipe or a file they keep their full, stable form.
+  when stdout is a terminal, paged or not; into a pipe or a file they keep their full,
+  stable form.
 - Paging: on a terminal, long output goes through ``$PAGER`` (``less -R`` when unset; ``LESS``
   defaults to ``FRX`` as git sets it, so output that fits one screen is just printed). An empty
   ``PAGER``, ``--no-pager``, or a pager that cannot start means plain output. The command
@@ -18,8 +19,6 @@ import contextlib
 import io
 import os
 import shlex
-import shutil
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -70,11 +69,33 @@ def pager_option(function: F) -> F:
     )(function)
 
 
+_paging: list[Any] = []  # the terminal that ``paged`` took stdout from, while it pages
+
+
 def width() -> int | None:
-    """The terminal's width in columns when stdout is a terminal, else None (no cutting)."""
-    if not sys.stdout.isatty():
+    """The terminal's width in columns when stdout is a terminal, else None (no cutting).
+
+    While output is paged, stdout is the pager's pipe but the lines still end on the
+    terminal: its width is the one that counts.
+    """
+    if not (_paging or sys.stdout.isatty()):
         return None
-    return shutil.get_terminal_size().columns
+    return terminal_columns()
+
+
+def terminal_columns() -> int:
+    """What ``shutil.get_terminal_size`` says (``COLUMNS`` first), without importing shutil
+    (and the compression modules it loads) into every reading command."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno() if sys.__stdout__ else 1).columns
+    except (AttributeError, ValueError, OSError):
+        return 80
 
 
 def pager_command(environ: dict[str, str]) -> list[str] | None:
@@ -95,6 +116,8 @@ def paged(enabled: bool = True) -> Iterator[None]:
     if command is None:
         yield
         return
+    import subprocess  # only when there is a pager to run
+
     environ = dict(os.environ)
     environ.setdefault("LESS", "FRX")
     try:
@@ -108,6 +131,7 @@ def paged(enabled: bool = True) -> Iterator[None]:
         ctx.color = colour_wanted("auto", True, environ)  # the pager shows colour (-R)
     terminal = sys.stdout
     sys.stdout = io.TextIOWrapper(pager.stdin, encoding="utf-8", errors="replace")
+    _paging.append(terminal)
     try:
         yield
         with contextlib.suppress(BrokenPipeError):
@@ -118,6 +142,7 @@ def paged(enabled: bool = True) -> Iterator[None]:
         with contextlib.suppress(OSError, ValueError):
             sys.stdout.close()
         sys.stdout = terminal
+        _paging.pop()
         while True:
             try:
                 pager.wait()

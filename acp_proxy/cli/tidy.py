@@ -20,7 +20,9 @@ from pathlib import Path
 import click
 
 from acp_proxy.cli.main import db_option, resolve_db
+from acp_proxy.display import visible
 from acp_proxy.inspect.render import words as present
+from acp_proxy.plural import counted
 from acp_proxy.stderr import report
 from acp_proxy.store import tidy
 from acp_proxy.store.database import connect
@@ -51,10 +53,9 @@ def human_bytes(size: int) -> str:
 
 def _said(removed: tidy.Removed, db_path: Path) -> str:
     ids = ", ".join(str(i) for i in removed.connections)
-    noun = "connection" if len(removed.connections) == 1 else "connections"
     line = (
-        f"deleted {len(removed.connections)} {noun} ({ids}): {removed.frames} frames, "
-        f"{removed.findings} findings"
+        f"deleted {counted(len(removed.connections), 'connection')} ({ids}): "
+        f"{counted(removed.frames, 'frame')}, {counted(removed.findings, 'finding')}"
     )
     if removed.reclaimed is None:
         return f"{line}; space not reclaimed ({removed.vacuum_error}): run prune again later"
@@ -64,7 +65,7 @@ def _said(removed: tidy.Removed, db_path: Path) -> str:
 
 
 def _describe(candidate: tidy.Candidate) -> str:
-    label = f" ({candidate.label})" if candidate.label else ""
+    label = f" ({visible(candidate.label)})" if candidate.label else ""
     return f"{candidate.id}{label}  {present.wall(candidate.started_ns)}"
 
 

@@ -7,6 +7,9 @@ Rules:
 - Wrapped: ``command`` is the proxy's absolute path (GUI editors do not see the shell's PATH)
   and ``args`` is ``record --label NAME -- OLD_COMMAND OLD_ARGS...``. Unwrapping reads the old
   command back from after ``--``, so it needs no other state. Wrapping twice is refused.
+- A command the editor must find by name (``gemini``, ``npx``, ``./agent``) is named by
+  ``command_by_name`` so the command line can warn of the absolute-path pitfall
+  (docs/editors.md); the entry keeps the command exactly as the user wrote it.
 - Pure: text in, text out; problems raise ``WiringError`` with one line for the user.
 """
 
@@ -64,6 +67,20 @@ def is_wrapped(entry: dict[str, Any]) -> bool:
         and args[:1] == ["record"]
         and "--" in args
     )
+
+
+def command_by_name(entry: dict[str, Any]) -> str | None:
+    """The agent's command when the editor must look it up (not an absolute path), or None.
+
+    ``None`` too when the entry sets its own ``PATH`` in ``env``: the editor then searches that.
+    """
+    command = entry.get("command")
+    if not isinstance(command, str) or PurePath(command).is_absolute() or not command:
+        return None
+    env = entry.get("env")
+    if isinstance(env, dict) and isinstance(env.get("PATH"), str):
+        return None
+    return command
 
 
 def _replace(text: str, entry: Node, command: Node, new_command: str, new_args: list[str]) -> str:

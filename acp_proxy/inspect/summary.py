@@ -9,10 +9,12 @@ Rules:
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 
 from acp_proxy.display import visible
 from acp_proxy.inspect.render.words import peer
+from acp_proxy.plural import counted
 from acp_proxy.store.summary import ConnectionSummary
 
 
@@ -27,8 +29,15 @@ def _ending(summary: ConnectionSummary) -> str:
 
 
 def render_summary(
-    summary: ConnectionSummary, db_path: Path, *, datasette_installed: bool = True
+    summary: ConnectionSummary,
+    db_path: Path,
+    *,
+    datasette_installed: bool = True,
+    programs: Mapping[str, str] | None = None,
 ) -> str:
+    """The demo's closing words. ``programs`` says how to run ``sqlite-utils`` and ``datasette``
+    from where the user is (a path when they are not on ``PATH``); their names by default."""
+    called = {"sqlite-utils": "sqlite-utils", "datasette": "datasette", **(programs or {})}
     db = shlex.quote(str(db_path))
     label = f" ({summary.label})" if summary.label else ""
     duration = f", {summary.duration_ms / 1000:.2f} s" if summary.duration_ms else ""
@@ -38,7 +47,7 @@ def render_summary(
         f"  client:  {peer(summary.client_info, summary.client_argv)}",
         f"  protocol version {summary.protocol_version}; {_ending(summary)}{duration}",
         f"  frames:  {summary.frames['c2a']} client->agent, {summary.frames['a2c']} "
-        f"agent->client, {summary.frames['stderr']} agent stderr lines",
+        f"agent->client, {counted(summary.frames['stderr'], 'agent stderr line')}",
     ]
     for caller, method, outcome, latency_ms in summary.calls:
         took = f"{latency_ms:.1f} ms" if latency_ms is not None else "no answer"
@@ -55,8 +64,8 @@ def render_summary(
         "",
         "Look further:",
         f'  sqlite3 {db} "SELECT seq, direction, kind, method, update_kind FROM frames {where}"',  # noqa: S608
-        f'  sqlite-utils {db} "SELECT * FROM rpc_calls {where}" --table',  # noqa: S608
-        f"  datasette {db}"
+        f'  {called["sqlite-utils"]} {db} "SELECT * FROM rpc_calls {where}" --table',  # noqa: S608
+        f"  {called['datasette']} {db}"
         + ("" if datasette_installed else "    (install it: pip install 'acp-proxy[demo]')"),
     ]
     return visible("\n".join(lines), lines=True) + "\n"

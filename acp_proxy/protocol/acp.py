@@ -103,6 +103,9 @@ UPDATE_KINDS_V2 = frozenset(
 # Live advisories: never part of session history, never replayed (spec: session notices).
 LIVE_ONLY_UPDATE_KINDS = frozenset({"notice"})
 
+# The updates of a session compaction (session-compaction RFD): folded in history replay.
+COMPACTION_KINDS = frozenset({"compaction_update", "compaction_summary_chunk"})
+
 STOP_REASONS = frozenset({"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"})
 
 # Methods whose response carries the session id the agent chose.

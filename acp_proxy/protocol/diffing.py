@@ -17,8 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
+from acp_proxy.protocol.decode import json_or_none
 from acp_proxy.protocol.normalize import Normalizer, canonical
 from acp_proxy.protocol.observer import FrameLike
 
@@ -69,9 +68,8 @@ def items(
         if strict:
             out[direction].append(Item(record.seq, direction, index, _raw(record.raw), None))
             continue
-        try:
-            parsed = orjson.loads(record.raw)
-        except orjson.JSONDecodeError:
+        parsed = json_or_none(record.raw)
+        if parsed is None and record.raw.strip() != b"null":  # not JSON, or too deep to walk
             out[direction].append(Item(record.seq, direction, index, _raw(record.raw), None))
             continue
         sender = "client" if direction == "c2a" else "agent"

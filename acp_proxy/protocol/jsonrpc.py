@@ -12,6 +12,8 @@ Rules:
   correlator: the observer owns one per connection and every reader gets its verdict from there.
 - A message with both ``result`` and ``error`` is an ``error`` (JSON-RPC 2.0 forbids both; the
   error member is the one that says the call failed).
+- JSON of any depth is classified (protocol/depth.py): a frame valid but nested too deep to
+  walk is a message like any other, its deepest values cut from the parsed value only.
 - This module knows no process, clock or database.
 """
 
@@ -25,6 +27,8 @@ from enum import StrEnum
 from typing import Any, NamedTuple
 
 import orjson
+
+from acp_proxy.protocol.depth import bounded, too_deep
 
 JsonId = str | int | float | None
 
@@ -207,7 +211,9 @@ def decode(raw: bytes | bytearray) -> tuple[Any, Unparseable | None]:
     """Parse one line as JSON. Returns ``(value, None)`` or ``(None, Unparseable)``.
 
     Large frames are parsed as a skeleton when that is possible (same envelope, long plain
-    strings emptied); anything the skeleton cannot settle goes to the full parsers.
+    strings emptied); anything the skeleton cannot settle goes to the full parsers. A line
+    those parsers refuse for its depth alone is valid JSON all the same: it is checked token
+    by token and its value cut at ``depth.WALK_DEPTH`` (``depth.bounded``).
     """
     if len(raw) >= SKELETON_MIN_SIZE:
         outline = skeleton(raw)
@@ -219,17 +225,34 @@ def decode(raw: bytes | bytearray) -> tuple[Any, Unparseable | None]:
     try:
         return orjson.loads(raw), None
     except orjson.JSONDecodeError as fast_error:
-        # orjson refuses a few things JSON allows (lone surrogate escapes); ask the strict
-        # standard parser before calling the line broken. This path only runs on odd input.
+        # orjson refuses a few things JSON allows (lone surrogate escapes, nesting past its
+        # limit); ask the strict parsers before calling the line broken. This path only runs
+        # on odd input.
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             return None, Unparseable("not UTF-8", bad_utf8=True)
+        if too_deep(raw):
+            value = bounded(raw)
+            if value is not None:
+                return value, None
+            return None, Unparseable(f"not JSON: {fast_error}", bad_utf8=False)
         try:
             return json.loads(text, parse_constant=_reject_constant), None
         except (ValueError, RecursionError):
             reason = "empty line" if not text.strip() else f"not JSON: {fast_error}"
             return None, Unparseable(reason, bad_utf8=False)
+
+
+def decode_for_reading(raw: bytes | bytearray) -> tuple[Any, Unparseable | None]:
+    """``decode`` for code that walks the value: one nesting deeper than ``WALK_DEPTH`` comes
+    back cut at that depth. The recorder's hot path reads only the envelope: it uses
+    ``decode``, and never pays for measuring the depth."""
+    if too_deep(raw):
+        value = bounded(raw)
+        if value is not None:
+            return value, None
+    return decode(raw)
 
 
 def _reject_constant(name: str) -> Any:

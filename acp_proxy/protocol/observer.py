@@ -36,6 +36,7 @@ from acp_proxy.protocol.jsonrpc import (
     PendingKey,
     PendingRequest,
     decode,
+    decode_for_reading,
     envelope,
 )
 from acp_proxy.protocol.wire import Frame, Raw
@@ -115,7 +116,7 @@ def _int(value: object) -> int | None:
 class FrameLike(Protocol):
     """A frame as its readers see it: number, direction, clock and bytes.
 
-    ``FrameRecord``, ``store.values.FrameRow`` and ``replay.script.RecordedFrame`` all are one;
+    ``FrameRecord``, ``store.values.FrameRow`` and ``store.values.RecordedFrame`` all are one;
     the transcript, ``diff`` and the replay drive take any of them.
     """
 
@@ -127,6 +128,40 @@ class FrameLike(Protocol):
     def mono_ns(self) -> int: ...
     @property
     def raw(self) -> Raw: ...
+
+
+class StoredFrameLike(Protocol):
+    """A frame with the columns it is stored with: ``FrameRecord`` (the recorder's) and
+    ``store.values.FrameRow`` (a reader's) both are one; OpenTelemetry export reads it."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def direction(self) -> str: ...
+    @property
+    def wall_ns(self) -> int: ...
+    @property
+    def raw(self) -> bytes | bytearray: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def rpc_id(self) -> Any: ...
+    @property
+    def method(self) -> str | None: ...
+    @property
+    def request_seq(self) -> int | None: ...
+    @property
+    def session_id(self) -> str | None: ...
+    @property
+    def update_kind(self) -> str | None: ...
+    @property
+    def tool_call_id(self) -> str | None: ...
+    @property
+    def error_code(self) -> int | None: ...
+    @property
+    def stop_reason(self) -> str | None: ...
+    @property
+    def message_id(self) -> str | None: ...
 
 
 class Event(NamedTuple):
@@ -206,7 +241,7 @@ class ConnectionObserver:
         where = _DIRECTION_OF_TEXT.get(direction)
         if where is None or where is _STDERR:
             return _reading((STDERR_KIND, None, []))
-        value, failure = decode(raw)
+        value, failure = decode_for_reading(raw)
         if failure is not None:
             kind = _KIND_TEXT[failure.kind]
             event = _new_event((seq, direction, kind, None, None, None, None, None, None, None,
@@ -299,18 +334,10 @@ class ConnectionObserver:
                     if type(update) is dict:
                         # Inlined type checks: this branch runs for nearly every frame.
                         get = update.get
-                        update_kind = get("sessionUpdate")
-                        if type(update_kind) is not str:
-                            update_kind = None
-                        message_id = get("messageId")
-                        if type(message_id) is not str:
-                            message_id = None
-                        tool_call_id = get("toolCallId")
-                        if type(tool_call_id) is not str:
-                            tool_call_id = None
-                        stop_reason = get("stopReason")
-                        if type(stop_reason) is not str:
-                            stop_reason = None
+                        update_kind = v if type(v := get("sessionUpdate")) is str else None
+                        message_id = v if type(v := get("messageId")) is str else None
+                        tool_call_id = v if type(v := get("toolCallId")) is str else None
+                        stop_reason = v if type(v := get("stopReason")) is str else None
                     else:
                         update = None
                 elif method == acp.REQUEST_PERMISSION:

@@ -25,16 +25,31 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
-import struct
 import time
 from collections import deque
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from acp_proxy.protocol.acp import Direction
+from acp_proxy.record.hub_pipe import (
+    CLOSE,
+    CONFIG,
+    DIRECTION_CODES,
+    EXCHANGE,
+    EXCHANGE_SET,
+    HEADER,
+    LOST,
+    MESSAGE,
+    OPEN,
+    STREAM_CODES,
+    UPDATE,
+)
+from acp_proxy.record.recorder_process import fork_recorder, say_outcome, wait_for_commit
 from acp_proxy.record.recording import FLUSH_DEADLINE, connection_settings
 from acp_proxy.record.spawn import enlarge_pipe
 from acp_proxy.stderr import Reporter
@@ -42,15 +57,8 @@ from acp_proxy.stderr import Reporter
 if TYPE_CHECKING:
     from pathlib import Path
 
-# kind, direction, stream, (padding), connection key, exchange seq, monotonic ns, payload length
-HEADER = struct.Struct("=BBBxIIQQ")
-OPEN, MESSAGE, EXCHANGE, EXCHANGE_SET, UPDATE, CLOSE, LOST, CONFIG = 1, 2, 3, 4, 5, 6, 7, 8
-DIRECTION_CODES = {Direction.CLIENT_TO_AGENT: 0, Direction.AGENT_TO_CLIENT: 1}
-DIRECTIONS_BY_CODE = {code: direction for direction, code in DIRECTION_CODES.items()}
-# Which stream a message crossed on (store/remote.py STREAMS), as a code in the header.
-STREAM_CODES = {"post": 0, "post_answer": 1, "connection_sse": 2, "session_sse": 3,
-                "websocket": 4}  # fmt: skip
-STREAMS_BY_CODE = {code: stream for stream, code in STREAM_CODES.items()}
+    from acp_proxy.record.recorder import SinkFactory
+
 # Bytes of messages that may wait for the pipe before ``message`` refuses more.
 MAX_PENDING_BYTES = 32 * 1024 * 1024
 # The largest write handed to the pipe at once.
@@ -80,28 +88,28 @@ class RecordingHub:
     def start(
         cls, db_path: str | Path, report: Reporter, *, check: bool = False,
         otlp: dict[str, object] | None = None, clock_origin: tuple[int, int] | None = None,
+        sinks: SinkFactory | None = None, close_in_child: Iterable[int] = (),
     ) -> RecordingHub:  # fmt: skip
-        """Fork the recorder process; call it before any thread or event loop exists."""
+        """Fork the recorder process; call it before any thread or event loop exists.
+
+        ``sinks`` (the command line's, cli/sinks.py) makes each connection's sinks;
+        ``close_in_child``: descriptors the recorder must not keep (the listening socket).
+        """
         from acp_proxy.record.hub_recorder import record_from_pipe
 
         origin = clock_origin or (time.monotonic_ns(), time.time_ns())
         read_fd, write_fd = os.pipe()
         enlarge_pipe(write_fd)
-        committed_read, committed_write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the recorder process
-            status = 70
-            try:
-                os.umask(0o077)
-                os.close(write_fd)
-                os.close(committed_read)
-                status = record_from_pipe(read_fd, origin, report, committed_write)
-            except BaseException as error:  # the child must never return into the parent
-                report(f"the recorder failed: {type(error).__name__}: {error}")
-            finally:
-                os._exit(status)
+
+        def child(committed_fd: int) -> int:
+            os.close(write_fd)
+            for fd in close_in_child:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            return record_from_pipe(read_fd, origin, report, committed_fd, sinks)
+
+        pid, committed_read = fork_recorder(report, child)
         os.close(read_fd)
-        os.close(committed_write)
         os.set_blocking(write_fd, False)
         hub = cls(pid, write_fd, committed_read, report)
         hub._control(CONFIG, 0, {"db": str(db_path), "check": check, "otlp": otlp})
@@ -150,6 +158,24 @@ class RecordingHub:
             mono_ns, len(raw),
         )  # fmt: skip
         self._send(header + raw)
+        return True
+
+    def messages(
+        self, key: int, direction: Direction, mono_ns: int, raws: list[bytes],
+        exchange_seq: int, stream: str,
+    ) -> bool:  # fmt: skip
+        """``message`` for several at once (one read's events): one write for all of them."""
+        if self._gone:
+            return True
+        if self.pending >= MAX_PENDING_BYTES:
+            return False
+        pack = HEADER.pack
+        code, stream_code = DIRECTION_CODES[direction], STREAM_CODES[stream]
+        parts: list[bytes] = []
+        for raw in raws:
+            parts.append(pack(MESSAGE, code, stream_code, key, exchange_seq, mono_ns, len(raw)))
+            parts.append(raw)
+        self._send(b"".join(parts))
         return True
 
     def lost(
@@ -250,30 +276,7 @@ class RecordingHub:
             if writable:
                 self.flush()
         os.close(self._fd)
-        try:
-            left = max(0.0, end - time.monotonic())
-            ready, _, _ = select.select([self._committed_fd], [], [], left)
-            if not ready:
-                outcome = "late"
-            else:
-                try:
-                    said = os.read(self._committed_fd, 1)
-                except OSError:
-                    said = b""
-                outcome = {b"1": "recorded", b"2": "incomplete", b"0": "failed"}.get(said, "died")
-        finally:
-            os.close(self._committed_fd)
-        self.outcome = outcome
-        if outcome == "late":
-            self._report(
-                f"the recordings were still being written {deadline:g}s after the listener "
-                f"stopped; they go on in the background (pid {self.pid})"
-            )
-        elif outcome == "incomplete":
-            self._report(
-                "some recordings are incomplete: frames were lost, their count and why are in "
-                "the database (acp-proxy ls)"
-            )
-        elif outcome == "died":
-            self._report("the recorder process ended early: the recordings are incomplete")
+        outcome = self.outcome = wait_for_commit(self._committed_fd, end - time.monotonic())
+        say_outcome(self._report, outcome, deadline, self.pid, many=True, what="the recordings",
+                    after="the listener stopped", lossy="some recordings")  # fmt: skip
         return outcome

@@ -1,11 +1,12 @@
 """The recorder process of a ``RecordingHub`` (hub.py): many connections, whole messages.
 
 Rules:
-- It reads the hub's pipe on its one thread, in the idle scheduling class (as the stdio
-  recorder: the listener and the peers win every contest for a core), and records in batches:
-  after a pause of ``QUIET_SECONDS`` in the traffic, or once records have waited
-  ``PATIENCE_SECONDS``, or once ``ENOUGH_BYTES`` wait. While it writes, the pipe and then the
-  hub's memory hold what arrives (bounded there: hub.py).
+- As the stdio recorder: a reader thread at normal priority drains the hub's pipe at once,
+  whole records at a time, into a ``ChunkQueue`` (memory, then a spill file: chunk_queue.py),
+  so the pipe never stays full while SQLite works; the recording thread runs in the idle
+  scheduling class (the listener and the peers win every contest for a core) and records in
+  batches: after a pause of ``QUIET_SECONDS`` in the traffic, or once records have waited
+  ``PATIENCE_SECONDS``, or once ``ENOUGH_BYTES`` wait.
 - Each connection has its own observer (protocol/observer.py, the one verdict), its own
   ``RecordingWriter`` row and counts; all share one SQLite connection. A message is one frame,
   ``raw`` exactly as it crossed, ``offset`` the sum of the sizes before it in its direction;
@@ -26,8 +27,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-import select
 import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,25 +41,16 @@ from acp_proxy.errors import RecordingBusy, RecordingError
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.observer import ConnectionObserver, FrameRecord
 from acp_proxy.protocol.wire import Frame
-from acp_proxy.record.hub import (
-    CLOSE,
-    CONFIG,
-    DIRECTIONS_BY_CODE,
-    EXCHANGE,
-    EXCHANGE_SET,
-    HEADER,
-    LOST,
-    MESSAGE,
-    OPEN,
-    STREAMS_BY_CODE,
-    UPDATE,
-)
+from acp_proxy.record import hub_pipe as pipe
+from acp_proxy.record.losses import Lost
+from acp_proxy.record.recorder import IDLE_INDEX_FRAMES, retry_while_busy
 from acp_proxy.record.recorder_process import _yield_to_forwarding
 from acp_proxy.stderr import Reporter
 
 if TYPE_CHECKING:
+    from acp_proxy.record.chunk_queue import ChunkQueue
     from acp_proxy.record.live_check import LiveCheck
-    from acp_proxy.record.recorder import RecordSink
+    from acp_proxy.record.recorder import RecordSink, SinkFactory
     from acp_proxy.store.remote import RemoteFactsWriter, TransportRow
     from acp_proxy.store.writer import RecordingWriter
 
@@ -67,10 +59,9 @@ _T = TypeVar("_T")
 QUIET_SECONDS = 0.005
 PATIENCE_SECONDS = 0.25
 ENOUGH_BYTES = 16 * 1024 * 1024
+BATCH_BYTES = 4 * 1024 * 1024
 IDLE_SECONDS = 0.25
-IDLE_INDEX_FRAMES = 2000
 READ_BYTES = 1024 * 1024
-BUSY_RETRY_SECONDS = (0.01, 0.05, 0.2, 0.5)
 
 
 @dataclass
@@ -98,14 +89,16 @@ class _Connection:
 class HubRecorder:
     """Records every connection the hub opens, on the calling thread."""
 
-    def __init__(self, report: Reporter, clock_origin: tuple[int, int]) -> None:
+    def __init__(
+        self, report: Reporter, clock_origin: tuple[int, int], sinks: SinkFactory | None = None
+    ) -> None:
         self._report = report
+        self._sinks = sinks
         mono0, wall0 = clock_origin
         self._wall_minus_mono = wall0 - mono0
         self._settings: dict[str, Any] = {}
         self._facts: RemoteFactsWriter | None = None
         self._connections: dict[int, _Connection] = {}
-        self._waiting = 0  # bytes of messages taken since the last batch
         self.error: str | None = None
         self.frames_lost = 0
         self._said_busy = False
@@ -113,37 +106,36 @@ class HubRecorder:
     # --- reading ------------------------------------------------------------------------
 
     def run(self, fd: int) -> None:
+        """Record until the hub closes its pipe (on this thread, which ``record_from_pipe``
+        has put in the idle class; the pipe's reader thread keeps normal priority)."""
+        from acp_proxy.record.chunk_queue import ChunkQueue
+
+        queue = ChunkQueue(report=self._report)
+        reader = threading.Thread(
+            target=_read_pipe, args=(fd, queue), name="acp-proxy hub reader", daemon=True
+        )
+        reader.start()
+        _yield_to_forwarding()
         buffer = bytearray()
-        first_waiting = 0.0
-        ended = False
-        while not ended:
-            timeout = QUIET_SECONDS if self._waiting or self._has_work() else IDLE_SECONDS
-            ready, _, _ = select.select([fd], [], [], timeout)
-            if ready:
-                try:
-                    data = os.read(fd, READ_BYTES)
-                except OSError:
-                    data = b""
-                if not data:
-                    ended = True
-                else:
-                    buffer += data
-                    taken = self._take(buffer)
-                    del buffer[:taken]
-                    if self._has_work() and not first_waiting:
-                        first_waiting = time.monotonic()
-            now = time.monotonic()
-            busy = bool(ready) and not ended
-            if self._has_work() and (
-                not busy or now - first_waiting >= PATIENCE_SECONDS or self._waiting >= ENOUGH_BYTES
-            ):
-                self._batch()
-                first_waiting = 0.0
-            elif not ready and not self._has_work():
+        while True:
+            items = queue.take(
+                QUIET_SECONDS, PATIENCE_SECONDS, ENOUGH_BYTES, idle=IDLE_SECONDS, limit=BATCH_BYTES
+            )
+            if items is None:
+                break
+            if not items:
                 self._idle()
-        self._batch()
-        for key in list(self._connections):
-            self._connections[key].closed = self._connections[key].closed or {
+                continue
+            for _, _, chunk in items:
+                if isinstance(chunk, Lost):
+                    self._records_lost(chunk)
+                    continue
+                buffer += chunk
+                del buffer[: self._take(buffer)]
+            self._batch()
+        reader.join()
+        for connection in self._connections.values():
+            connection.closed = connection.closed or {
                 "status": "dropped", "error": "the listener stopped with the connection open",
                 "ended_ns": time.time_ns(),
             }  # fmt: skip
@@ -152,22 +144,24 @@ class HubRecorder:
             with contextlib.suppress(RecordingError):
                 self._facts.checkpoint()
 
-    def _has_work(self) -> bool:
-        return any(
-            c.records or c.transports or c.new_exchanges or c.exchange_updates or c.updates
-            or c.closed is not None or c.lost[0]
-            for c in self._connections.values()
-        )  # fmt: skip
+    def _records_lost(self, lost: Lost) -> None:
+        """The queue could not keep some records (its spill file failed): which connections
+        they belonged to is not known, so every open one counts at least one frame lost."""
+        for connection in self._connections.values():
+            connection.lost[0] += 1
+            connection.lost[1] += 0
+            if lost.reason not in connection.reasons:
+                connection.reasons.append(lost.reason)
 
     def _take(self, buffer: bytearray) -> int:
         """Handle every whole record in ``buffer``; return the bytes taken."""
         view = memoryview(buffer)
         at = 0
-        size = HEADER.size
+        size = pipe.HEADER.size
         try:
             while len(buffer) - at >= size:
-                kind, direction, stream, key, exchange_seq, mono_ns, length = HEADER.unpack_from(
-                    view, at
+                kind, direction, stream, key, exchange_seq, mono_ns, length = (
+                    pipe.HEADER.unpack_from(view, at)
                 )
                 if len(buffer) - at - size < length:
                     break
@@ -182,33 +176,33 @@ class HubRecorder:
         self, kind: int, direction: int, stream: int, key: int, exchange_seq: int,
         mono_ns: int, payload: bytes,
     ) -> None:  # fmt: skip
-        if kind == MESSAGE:
+        if kind == pipe.MESSAGE:
             connection = self._connections.get(key)
             if connection is None:
                 return
-            self._message(connection, DIRECTIONS_BY_CODE[direction], mono_ns, payload,
-                          exchange_seq, STREAMS_BY_CODE[stream])  # fmt: skip
+            self._message(connection, pipe.DIRECTIONS_BY_CODE[direction], mono_ns, payload,
+                          exchange_seq, pipe.STREAMS_BY_CODE[stream])  # fmt: skip
             return
         value = orjson.loads(payload)
-        if kind == CONFIG:
+        if kind == pipe.CONFIG:
             self._configure(value)
-        elif kind == OPEN:
+        elif kind == pipe.OPEN:
             self._open(key, value)
         elif (connection := self._connections.get(key)) is None:
             return
-        elif kind == EXCHANGE:
+        elif kind == pipe.EXCHANGE:
             value.setdefault("started_ns", mono_ns + self._wall_minus_mono)
             connection.new_exchanges.append(value)
-        elif kind == EXCHANGE_SET:
+        elif kind == pipe.EXCHANGE_SET:
             connection.exchange_updates.append((exchange_seq, value))
-        elif kind == UPDATE:
+        elif kind == pipe.UPDATE:
             connection.updates.update(value)
-        elif kind == LOST:
+        elif kind == pipe.LOST:
             connection.lost[0] += int(value["frames"])
             connection.lost[1] += int(value["bytes"])
             if value["reason"] not in connection.reasons:
                 connection.reasons.append(value["reason"])
-        elif kind == CLOSE:
+        elif kind == pipe.CLOSE:
             connection.closed = value
 
     def _message(
@@ -223,7 +217,6 @@ class HubRecorder:
         totals[1] += len(raw)
         connection.records.append(record)
         connection.transports.append((0, record.seq, exchange_seq, stream))
-        self._waiting += len(raw)
 
     # --- writing ------------------------------------------------------------------------
 
@@ -262,20 +255,16 @@ class HubRecorder:
 
             connection.live_check = LiveCheck(self._report)
             connection.live_check.set_connection(connection_id)
-        if self._settings.get("otlp") is not None:
-            from acp_proxy.otel.live import start_live_export
+        if self._sinks is not None:
 
             def set_connection(**columns: object) -> None:
                 connection.updates.update(columns)
 
-            sink = start_live_export(
-                self._settings["otlp"], connection.settings, self._report, set_connection
+            connection.sinks += self._sinks(
+                self._settings, connection.settings, self._report, set_connection
             )
-            if sink is not None:
-                connection.sinks.append(sink)
 
     def _batch(self) -> None:
-        self._waiting = 0
         new_exchanges: list[tuple[int, dict[str, Any]]] = []
         exchange_updates: list[tuple[int, int, dict[str, Any]]] = []
         transports: list[TransportRow] = []
@@ -407,16 +396,12 @@ class HubRecorder:
         self.frames_lost += len(records)
 
     def _busy_retry(self, attempt: Callable[[], _T]) -> _T:
-        tries = 0
-        while True:
-            try:
-                return attempt()
-            except RecordingBusy as error:
-                if not self._said_busy:
-                    self._said_busy = True
-                    self._report(f"{error}; waiting for it (frames are kept meanwhile)")
-                time.sleep(BUSY_RETRY_SECONDS[min(tries, len(BUSY_RETRY_SECONDS) - 1)])
-                tries += 1
+        return retry_while_busy(attempt, self._say_busy)
+
+    def _say_busy(self, error: RecordingBusy) -> None:
+        if not self._said_busy:
+            self._said_busy = True
+            self._report(f"{error}; waiting for it (frames are kept meanwhile)")
 
     def _fail(self, error: RecordingError) -> None:
         if self.error is None:
@@ -427,9 +412,38 @@ class HubRecorder:
         self._facts = None
 
 
+def _read_pipe(fd: int, queue: ChunkQueue) -> None:
+    """Drain the hub's pipe into the queue promptly, whole records at a time, until EOF."""
+    rest = bytearray()
+    size = pipe.HEADER.size
+    try:
+        while True:
+            try:
+                data = os.read(fd, READ_BYTES)
+            except InterruptedError:
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                return
+            rest += data
+            at = 0
+            while len(rest) - at >= size:
+                length = pipe.HEADER.unpack_from(rest, at)[-1]
+                if len(rest) - at - size < length:
+                    break
+                at += size + length
+            if at:
+                queue.put(Direction.CLIENT_TO_AGENT, time.monotonic_ns(), bytes(rest[:at]))
+                del rest[:at]
+    finally:
+        queue.close()
+
+
 def record_from_pipe(
-    fd: int, clock_origin: tuple[int, int], report: Reporter, committed_fd: int
-) -> int:
+    fd: int, clock_origin: tuple[int, int], report: Reporter, committed_fd: int,
+    sinks: SinkFactory | None = None,
+) -> int:  # fmt: skip
     """The recorder process's work: read the hub's pipe until EOF; the exit status."""
     gc.disable()  # no reference cycles are made here; millions of rows would trigger it
     null = os.open(os.devnull, os.O_RDWR)
@@ -438,8 +452,7 @@ def record_from_pipe(
     os.close(null)
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # it ends with the pipe
         signal.signal(signum, signal.SIG_IGN)
-    _yield_to_forwarding()
-    recorder = HubRecorder(report, clock_origin)
+    recorder = HubRecorder(report, clock_origin, sinks)
     recorder.run(fd)
     outcome = b"0" if recorder.error is not None else b"2" if recorder.frames_lost else b"1"
     with contextlib.suppress(OSError):

@@ -15,11 +15,15 @@ from __future__ import annotations
 import subprocess
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from acp_proxy.record.forward import Forwarding
 from acp_proxy.record.recording import Recording, client_command
 from acp_proxy.record.spawn import SpawnFailed, pass_signals_to, spawn_agent
 from acp_proxy.stderr import Reporter
+
+if TYPE_CHECKING:
+    from acp_proxy.record.recorder import SinkFactory
 
 
 class Launched:
@@ -53,10 +57,12 @@ def launch(
     check: bool = False,
     otlp: dict[str, object] | None = None,
     max_wait: float | None = None,
+    sinks: SinkFactory | None = None,
 ) -> Launched:
     """Start everything that moves bytes, and tell the recorder where to record.
 
-    ``otlp``: the recorder also exports spans live (``record --otlp``: endpoint, content).
+    ``otlp``: the recorder also exports spans live (``record --otlp``: endpoint, content),
+    through the sink ``sinks`` makes (the command line's list, cli/sinks.py).
     Never raises for the agent's sake: a spawn failure is kept in the result.
     """
     clock_origin = (time.monotonic_ns(), time.time_ns())
@@ -69,7 +75,7 @@ def launch(
     recording = Recording.start(
         db_path, argv, report, label=label, check=check, clock_origin=clock_origin,
         conversation_fds=[pipe.fileno() for pipe in pipes if pipe is not None],
-        max_wait=max_wait, otlp=otlp, client_argv=client_command(),
+        max_wait=max_wait, otlp=otlp, client_argv=client_command(), sinks=sinks,
     )  # fmt: skip
     recording.update(agent_pid=process.pid)
     forwarding = Forwarding(process, recording.tap, report)

@@ -4,8 +4,8 @@ Rules:
 - It runs in the recorder process (see recorder_process.py), fed through a ``ChunkQueue``
   (chunk_queue.py: bounded memory, then a spill file, lossless) by the thread that reads the
   tap. Batches are bounded by bytes, so the recorder's memory is too.
-- All SQLite work happens on the recorder's one thread, through store.py. Each batch is one
-  transaction, taken once the traffic pauses for 5 ms (at the latest after 250 ms): a stream
+- All SQLite work happens on the recorder's one thread, through store/writer.py. Each batch
+  is one transaction, taken once the traffic pauses for 5 ms (at the latest after 250 ms): a stream
   is left the cores while it flows and becomes a few large batches, and an interactive frame
   is committed 5 ms after it crossed (``tail -f`` sees it at once).
 - WAL checkpoints (copying committed pages into the main file) happen after 0.25 s with nothing
@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from acp_proxy.errors import RecordingBusy, RecordingError
+from acp_proxy.plural import counted, noun
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.observer import ConnectionObserver, FrameRecord
 from acp_proxy.protocol.wire import LineSplitter
@@ -73,6 +74,34 @@ class RecordSink(Protocol):
 
     def close(self) -> None:
         """The recording is over: nothing more will be committed."""
+
+
+def retry_while_busy(attempt: Callable[[], _T], waiting: Callable[[RecordingBusy], None]) -> _T:
+    """``attempt()`` until it does not raise ``RecordingBusy``, pausing ever longer between
+    tries (``BUSY_RETRY_SECONDS``); ``waiting`` hears of every busy attempt."""
+    tries = 0
+    while True:
+        try:
+            return attempt()
+        except RecordingBusy as error:
+            waiting(error)
+            time.sleep(BUSY_RETRY_SECONDS[min(tries, len(BUSY_RETRY_SECONDS) - 1)])
+            tries += 1
+
+
+class SinkFactory(Protocol):
+    """What the command line hands the recorder: the sinks of one connection's recording.
+
+    Called in the recorder process with the recording's settings (the ``CONFIG`` message:
+    ``otlp`` ...), the connection's (uid, start, label), the reporter and how a sink sets
+    columns of the connection row. The command line lists every sink in one place
+    (cli/sinks.py); the recorder never chooses one itself.
+    """
+
+    def __call__(
+        self, settings: Mapping[str, Any], connection: Mapping[str, Any], report: Reporter,
+        set_connection: Callable[..., None],
+    ) -> list[RecordSink]: ...  # fmt: skip
 
 
 @dataclass
@@ -167,17 +196,13 @@ class Recorder:
 
     def _busy_retry(self, attempt: Callable[[], _T]) -> _T:
         """``attempt()`` until the database is not busy (see the module rules)."""
-        tries = 0
-        while True:
-            try:
-                return attempt()
-            except RecordingBusy as error:
-                self.status.busy_waits += 1
-                if not self._said_busy:
-                    self._said_busy = True
-                    self._report(f"{error}; waiting for it (frames are kept meanwhile)")
-                time.sleep(BUSY_RETRY_SECONDS[min(tries, len(BUSY_RETRY_SECONDS) - 1)])
-                tries += 1
+        return retry_while_busy(attempt, self._say_busy)
+
+    def _say_busy(self, error: RecordingBusy) -> None:
+        self.status.busy_waits += 1
+        if not self._said_busy:
+            self._said_busy = True
+            self._report(f"{error}; waiting for it (frames are kept meanwhile)")
 
     def _frames_of(self, items: list[ChunkItem]) -> list[FrameRecord]:
         records: list[FrameRecord] = []
@@ -387,8 +412,9 @@ class Recorder:
             return
         if lost:
             self._report(
-                f"the recording is incomplete: {self.status.frames_lost} frames "
-                f"({self.status.bytes_lost} bytes) were not recorded"
+                f"the recording is incomplete: {counted(self.status.frames_lost, 'frame')} "
+                f"({counted(self.status.bytes_lost, 'byte')}) "
+                f"{noun(self.status.frames_lost, 'was', 'were')} not recorded"
             )
 
     def _mark_incomplete(self) -> None:

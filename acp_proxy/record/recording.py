@@ -27,12 +27,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from acp_proxy import __version__
 from acp_proxy.protocol.acp import Direction
-from acp_proxy.record.recorder_process import RecorderProcess, start_recorder_process
+from acp_proxy.record.recorder_process import RecorderProcess, say_outcome, start_recorder_process
 from acp_proxy.record.tap import Tap
 from acp_proxy.stderr import Reporter
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from acp_proxy.record.recorder import SinkFactory
 
 # Seconds a finished connection waits for its recorder to commit the rest before the proxy
 # exits anyway (the recorder then goes on in the background).
@@ -103,17 +105,19 @@ class Recording:
         otlp: dict[str, object] | None = None,
         client_argv: Sequence[str] | None = None,
         remote_url: str | None = None,
+        sinks: SinkFactory | None = None,
     ) -> Recording:
         """Fork the recorder and tell it where and what to record.
 
         ``clock_origin`` is (monotonic, wall) ns at the connection's start; ``conversation_fds``
         are closed in the recorder (the agent's pipes); ``max_wait`` bounds how long ``put``
-        may wait for the recorder (tap.py); ``otlp`` asks the recorder process to export spans
-        live (otel/live.py); ``client_argv`` is the client's command line, when known;
-        ``remote_url`` the remote agent a stdio recording bridges to (``record --connect``).
+        may wait for the recorder (tap.py); ``otlp`` is the setting of the live span export, for
+        the sink ``sinks`` (the command line's list of sinks) makes of it; ``client_argv`` is
+        the client's command line, when known; ``remote_url`` the remote agent a stdio
+        recording bridges to (``record --connect``).
         """
         origin = clock_origin or (time.monotonic_ns(), time.time_ns())
-        recorder = start_recorder_process(origin, report, conversation_fds, max_wait)
+        recorder = start_recorder_process(origin, report, conversation_fds, max_wait, sinks)
         connection = connection_settings(argv, started_ns or origin[1], label, client_argv)
         if remote_url is not None:
             connection["remote_url"] = remote_url
@@ -161,18 +165,9 @@ class Recording:
             ended_ns=ended_ns or time.time_ns(), exit_code=exit_code, exit_signal=exit_signal,
         )  # fmt: skip
         outcome = self.outcome = self.recorder.finish(deadline)
-        if outcome == "late":
-            self._report(
-                f"{what} was still being written {deadline:g}s after the connection ended; it "
-                f"goes on in the background (pid {self.pid})"
-            )
-        elif outcome == "incomplete":
-            self._report(
-                f"{what} is incomplete: frames were lost, their count and why are in the "
-                f"database (acp-proxy ls)"
-            )
-        elif outcome == "died":
-            self._report(f"the recorder process ended early: {what} is incomplete")
+        say_outcome(self._report, outcome, deadline, self.pid, many=False, what=what,
+                    after="the connection ended")  # fmt: skip
+        if outcome == "died":
             self._mark_died(exit_code, exit_signal, ended_ns or time.time_ns())
         return outcome
 

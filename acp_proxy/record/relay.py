@@ -24,8 +24,9 @@ import signal
 import subprocess
 import threading
 
+from acp_proxy.record.defaults import DEFAULT_GRACE
 from acp_proxy.record.forward import Forwarding
-from acp_proxy.record.spawn import DEFAULT_GRACE, AgentExit, signal_group
+from acp_proxy.record.spawn import AgentExit, signal_group
 from acp_proxy.stderr import Reporter
 
 

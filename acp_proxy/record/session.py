@@ -26,13 +26,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from acp_proxy.errors import RecordingError
+from acp_proxy.record.defaults import DEFAULT_GRACE, DEFAULT_MAX_WAIT
 from acp_proxy.record.launch import Launched, launch
 from acp_proxy.record.recording import FLUSH_DEADLINE, connection_settings
-from acp_proxy.record.spawn import DEFAULT_GRACE
-from acp_proxy.record.tap import DEFAULT_MAX_WAIT
 from acp_proxy.stderr import Reporter
+
+if TYPE_CHECKING:
+    from acp_proxy.record.recorder import SinkFactory
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +50,7 @@ class RecordOptions:
     otlp: str | None = None  # ``--otlp [URL]``: "" for the environment's endpoint
     otlp_content: bool = False
     max_recorder_wait: float = DEFAULT_MAX_WAIT
+    sinks: SinkFactory | None = None  # the command line's sinks (cli/sinks.py)
 
     def otlp_settings(self) -> dict[str, object] | None:
         """What the recorder process needs to export spans live, or None."""
@@ -63,7 +67,7 @@ def record(options: RecordOptions, report: Reporter, launched: Launched | None =
     if launched is None:
         launched = launch(
             options.agent_argv, report, str(options.db_path), options.label, check=options.check,
-            otlp=options.otlp_settings(), max_wait=options.max_recorder_wait,
+            otlp=options.otlp_settings(), max_wait=options.max_recorder_wait, sinks=options.sinks,
         )  # fmt: skip
     process, recording, forwarding = launched.process, launched.recording, launched.forwarding
     if process is None or recording is None or forwarding is None:

@@ -21,10 +21,12 @@ import subprocess
 from collections.abc import Sequence
 from types import FrameType
 
+from acp_proxy.record import defaults
+
+DEFAULT_GRACE = defaults.DEFAULT_GRACE  # the same number, for those who look for it here
+
 PIPE_SIZE = 1024 * 1024
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-# Seconds the agent gets to exit after its stdin closes, before SIGTERM (and again before SIGKILL).
-DEFAULT_GRACE = 5.0
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)  # Linux only; elsewhere the call fails
 
 

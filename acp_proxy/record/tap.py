@@ -11,10 +11,10 @@ Rules:
   end of the ring. The writer publishes ``write`` after the bytes are in place; the reader
   publishes ``read`` once its consumer is done with a batch (payloads are handed on as views
   into the ring, so the recorder writes each byte out of the ring once: a copy out and then a
-  spill write cost the reader twice the CPU, taken from a stream's cores). A writer that finds
-  the ring empty goes back to its start (a ``_SKIP`` record), so the ring is resident only as
-  far as the reader falls behind. Each position is one aligned 64-bit word, stored
-  and loaded whole (a native ``memoryview`` item). The protocol relies on the processor
+  spill write cost the reader more CPU, taken from a stream's cores: docs/performance.md). A
+  writer that finds the ring empty goes back to its start (a ``_SKIP`` record), so the ring is
+  resident only as far as the reader falls behind. Each position is one aligned 64-bit word,
+  stored and loaded whole (a native ``memoryview`` item). The protocol relies on the processor
   keeping stores in order and loads in order (x86-64's memory model); ``ring_supported`` says
   where that holds, and elsewhere the same records go through a plain pipe instead
   (``Channel(ring=False)``), with the same reader.
@@ -61,16 +61,17 @@ from collections.abc import Iterator
 from typing import Any
 
 from acp_proxy.protocol.acp import Direction
+from acp_proxy.record import defaults
 from acp_proxy.record.losses import Lost
 from acp_proxy.stderr import Reporter
+
+DEFAULT_MAX_WAIT = defaults.DEFAULT_MAX_WAIT  # the same number, for those who look for it here
 
 HEADER = struct.Struct("=BBxxIQ")  # kind, direction, (padding), payload length, monotonic ns
 CHUNK, UPDATE, CONFIG = 1, 2, 3
 _SKIP = 4  # ring only: the writer went back to the start of the ring; never a message
 LOST = 5
 _LOST = struct.Struct("=QQB")  # size, newlines, ends with a newline; the reason follows
-# Seconds forwarding may wait for room in the tap before chunks are dropped from the recording.
-DEFAULT_MAX_WAIT = 1.0
 CONTROL_RESERVE = 64 * 1024
 STALL_REASON = "the recorder fell behind (forwarding waits at most {wait:g}s for it)"
 DIRECTION_CODES = {Direction.CLIENT_TO_AGENT: 0, Direction.AGENT_TO_CLIENT: 1,

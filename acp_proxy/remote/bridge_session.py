@@ -16,12 +16,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from acp_proxy.record.defaults import DEFAULT_GRACE, DEFAULT_MAX_WAIT
 from acp_proxy.record.recording import FLUSH_DEADLINE, Recording, client_command
-from acp_proxy.record.spawn import DEFAULT_GRACE
-from acp_proxy.record.tap import DEFAULT_MAX_WAIT
 from acp_proxy.remote.bridge_headers import recorded_url, scrub_header_values
 from acp_proxy.stderr import Reporter
+
+if TYPE_CHECKING:
+    from acp_proxy.record.recorder import SinkFactory
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +39,7 @@ class BridgeOptions:
     otlp: dict[str, object] | None = None
     max_recorder_wait: float = DEFAULT_MAX_WAIT
     flush_deadline: float = FLUSH_DEADLINE
+    sinks: SinkFactory | None = None  # the command line's sinks (cli/sinks.py)
 
 
 def record_bridge(options: BridgeOptions, report: Reporter) -> int:
@@ -45,6 +49,7 @@ def record_bridge(options: BridgeOptions, report: Reporter) -> int:
     recording = Recording.start(
         options.db_path, [shown], report, label=options.label, remote_url=shown,
         check=options.check, otlp=options.otlp, max_wait=options.max_recorder_wait,
+        sinks=options.sinks,
         client_argv=None if client_argv is None else scrub_header_values(client_argv),
     )  # fmt: skip
     from acp_proxy.remote.bridge import run_bridge  # after the fork: the recorder stays small

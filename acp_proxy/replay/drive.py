@@ -8,11 +8,11 @@ Rules:
 - An agent frame matches its recorded one when both, normalized as ``diff`` does
   (normalize.Normalizer: JSON-RPC ids, minted ids, timestamps, trace context, ``--ignore``
   paths), give the same canonical JSON; frames that are not JSON compare by their bytes. A
-  recorded frame holding redaction placeholders matches structurally (replay_placeholders.py),
+  recorded frame holding redaction placeholders matches structurally (placeholders.py),
   and the live text each placeholder stood for is put back into later client frames.
 - Client frames go out as recorded with three rewrites: the id of an answer to an agent request
   becomes the live request's id; ids the agent minted (``sessionId``, ``toolCallId`` ...,
-  normalize.ID_KEYS) become the live agent's values (replay_values.ValueMap, learned from the
+  normalize.ID_KEYS) become the live agent's values (replay.values.ValueMap, learned from the
   matching frames); bound placeholders become their live text.
   An unchanged frame keeps its recorded bytes.
 - The first divergence ends the drive: a differing frame, a frame the recording does not have,
@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from acp_proxy.plural import counted
 from acp_proxy.protocol.diffing import first_difference
 from acp_proxy.protocol.jsonrpc import NOT_JSON, parse_json
 from acp_proxy.protocol.normalize import Normalizer, canonical
@@ -179,8 +180,8 @@ class Drive:
 def report(drive: Drive, what: str) -> str:
     """The closing words: a one-line summary, and the divergence with its context."""
     head = (
-        f"replay --to-agent of {what}: sent {drive.sent} client frame(s), matched "
-        f"{drive.matched} of {drive.expected_total} agent frame(s)."
+        f"replay --to-agent of {what}: sent {counted(drive.sent, 'client frame')}, matched "
+        f"{drive.matched} of {counted(drive.expected_total, 'agent frame')}."
     )
     found = drive.divergence
     if found is None:

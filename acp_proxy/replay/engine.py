@@ -6,10 +6,10 @@ Rules:
   call again at the latest (``wake_at``) and whether the replay is over. Clocks are passed in
   (monotonic ns); nothing here reads a clock, a file or a socket.
 - Agent frames go out in recorded order, each once the client frames recorded before it have
-  arrived (replay_script.py), at the time the timing mode says: ``asap``, the recorded gaps,
+  arrived (script.py), at the time the timing mode says: ``asap``, the recorded gaps,
   or the gaps divided by N (``xN``), each capped by ``max_gap``.
 - A client request or notification is matched to the first unused recorded one with the same
-  cleaned method and params (replay_match.py), per key in recorded order, as mitmproxy's server
+  cleaned method and params (match.py), per key in recorded order, as mitmproxy's server
   replay does. The recorded response goes back with the client's id bytes; every other frame is
   the recorded bytes (bound redaction placeholders excepted). Notices are dropped and counted.
 - Recorded agent requests go out with their recorded ids; the client's answer is matched by id
@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from acp_proxy.plural import counted
 from acp_proxy.protocol.diffing import first_difference
 from acp_proxy.protocol.jsonrpc import Kind, decode, envelope, id_key
 from acp_proxy.replay.expects import Expectations, describe
@@ -105,7 +106,7 @@ class Replay:
         self._other(raw.rstrip(b"\r\n"), now)
 
     def use(self, options: Options) -> None:
-        """Go on with other options (an engine first run asap to catch up: replay_episodes)."""
+        """Go on with other options (an engine first run asap to catch up: replay.episodes)."""
         self._options = options
 
     def client_closed(self, now: int) -> None:
@@ -299,7 +300,9 @@ class Replay:
             data = {"replay": "stopped"}
             self._buffer.append(error_frame(live_id, f"acp-proxy replay stopped: {reason}", data))
         if self._pending:
-            self._note(None, f"{len(self._pending)} client request(s) answered with an error")
+            self._note(
+                None, f"{counted(len(self._pending), 'client request')} answered with an error"
+            )
         self._pending.clear()
 
 

@@ -14,12 +14,12 @@ Rules:
   checked by running a fresh engine for it over the log (so its state is exactly what it would
   be had it been followed from the start), as fast as causality allows whatever the timing
   option (the log already happened; the timing applies again from there on), the values
-  pairing up as it goes (replay_values.ValueMap: what the client was told <-> what that
+  pairing up as it goes (replay.values.ValueMap: what the client was told <-> what that
   episode recorded).
 - From then on that episode is served: the client's frames are rewritten into its values
   before matching, and its frames into the values the client was told before sending.
 - When no episode accepts the frame: with ``live``, the conversation is new and goes live
-  (replay_live.py: the caller starts the real agent, which is caught up with the log, then
+  (live.py: the caller starts the real agent, which is caught up with the log, then
   relayed); without it, the current engine answers as a single replay does (a mismatch).
 - The interface is the engine's (``receive``, ``client_closed``, ``advance``, ``stop``), plus
   the agent side once live (``wants_agent``, ``to_agent``, ``agent_frame`` ...). Pure.

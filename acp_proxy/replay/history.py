@@ -7,7 +7,7 @@ Rules (spec: v1 session-setup, v2 draft session-setup, session-compaction RFD):
 - In a window, each compaction is replayed as one ``compaction_update`` in its final state
   (terminal status, final summary and fields), at the place of its first update: the
   transient ``in_progress`` / ``compaction_summary_chunk`` / terminal sequence is folded with
-  the transcript model's rules (transcript_entities.py). A compaction the recorded agent
+  the transcript model's rules (inspect/transcript/entities.py). A compaction the recorded agent
   already sent as a single update keeps its recorded bytes.
 - Everything else in a window (messages with their original ids, tool calls, unknown kinds)
   keeps its recorded bytes; notices are dropped everywhere by replay itself.
@@ -22,13 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from acp_proxy.protocol.acp import SESSION_LOAD, SESSION_RESUME, SESSION_UPDATE
+from acp_proxy.protocol.acp import COMPACTION_KINDS, SESSION_LOAD, SESSION_RESUME, SESSION_UPDATE
 from acp_proxy.protocol.jsonrpc import decode
 
-if TYPE_CHECKING:  # script.py imports this module
-    from acp_proxy.replay.script import RecordedFrame
-
-COMPACTION_KINDS = frozenset({"compaction_update", "compaction_summary_chunk"})
+if TYPE_CHECKING:
+    from acp_proxy.store.values import RecordedFrame
 
 
 def is_history_request(method: str | None, params: Any) -> bool:

@@ -16,7 +16,7 @@ Rules:
   conversation cannot go on faithfully. Nothing is relayed then.
 - Relay, once caught up: held client frames, then every later one, go to the agent with told
   values made live (and placeholders bound during catch-up filled in); agent frames go to the
-  client with live values made told (replay_values.ValueMap). Values the live agent mints
+  client with live values made told (replay.values.ValueMap). Values the live agent mints
   afterwards pass through as they are, except a request id the client already knows for
   another agent request (one it was told before going live, or handed out since): that
   request gets a fresh integer id for the client, and the client's answer goes back to the

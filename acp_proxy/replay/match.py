@@ -13,7 +13,7 @@ Rules:
 - Session, message and tool-call ids are compared as they are: replay sends the recorded ones,
   and a client that behaves like the recorded one sends them back.
 - ``Matcher.key`` is canonical JSON (sorted keys), so equal messages give equal keys; recorded
-  messages holding redaction placeholders are matched structurally (replay_placeholders.py).
+  messages holding redaction placeholders are matched structurally (placeholders.py).
 - Pure: no I/O.
 """
 

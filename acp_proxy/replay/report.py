@@ -8,7 +8,7 @@ Rules:
   anything diverged, with the first few other notes.
 - The same text goes into the replay's own recording (``--record``) as a stderr line.
 - ``exit_status``: 0 when nothing diverged, 1 otherwise.
-- ``episodes_summary`` says the same of a replay that follows episodes (replay_episodes.py):
+- ``episodes_summary`` says the same of a replay that follows episodes (episodes.py):
   which episodes it followed and, when it went live, how the real agent was caught up and
   what was relayed, or why catch-up failed.
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from acp_proxy.plural import counted, noun
 from acp_proxy.replay.engine import Replay
 
 if TYPE_CHECKING:
@@ -28,24 +29,26 @@ SHOWN_NOTES = 3
 def summary(replay: Replay, what: str) -> str:
     """The paragraph for ``replay`` of ``what`` (e.g. "connection 3 (demo)")."""
     parts = [
-        f"replay of {what}: sent {replay.sent} agent frame(s) "
-        f"({replay.responses} response(s) with the client's ids, "
-        f"{replay.agent_requests} agent request(s) re-issued)",
-        f"dropped {replay.notices} notice(s)",
+        f"replay of {what}: sent {counted(replay.sent, 'agent frame')} "
+        f"({counted(replay.responses, 'response')} with the client's ids, "
+        f"{counted(replay.agent_requests, 'agent request')} re-issued)",
+        f"dropped {counted(replay.notices, 'notice')}",
     ]
     if replay.folded:
-        parts.append(f"folded {replay.folded} history frame(s) into materialized updates")
-    parts.append(f"matched {replay.matched} of {replay.received} client message(s)")
+        parts.append(f"folded {counted(replay.folded, 'history frame')} into materialized updates")
+    parts.append(f"matched {replay.matched} of {counted(replay.received, 'client message')}")
     if replay.unanswered:
         parts.append(
-            f"left {replay.unanswered} request(s) unanswered, as the recording never answered them"
+            f"left {counted(replay.unanswered, 'request')} unanswered, as the recording never "
+            "answered them"
         )
     notes = [n for n in replay.notes if n.text != replay.ending]
     ending_note = next((n for n in replay.notes if n.text == replay.ending), None)
     where = f" (recorded seq {ending_note.seq})" if ending_note and ending_note.seq else ""
     text = ", ".join(parts) + f". Ended{where}: {replay.ending or 'interrupted'}."
     if replay.frames_left:
-        text += f" {replay.frames_left} recorded agent frame(s) were not sent."
+        left = replay.frames_left
+        text += f" {counted(left, 'recorded agent frame')} {noun(left, 'was', 'were')} not sent."
     if not replay.diverged:
         return text + " No divergence."
     if not notes:
@@ -69,7 +72,7 @@ def episodes_summary(episodes: Episodes, what: str) -> str:
         return summary(episodes.replay, f"{what}, episode {path}")
     replayed = episodes.went_live_after or 0
     text = (
-        f"replay of {what}: followed episode {path} for {replayed} client message(s); the "
+        f"replay of {what}: followed episode {path} for {counted(replayed, 'client message')}; the "
         "next one is in no recorded episode, so the conversation went live"
     )
     if live.failure is not None and live.drive.divergence is not None:
@@ -81,7 +84,8 @@ def episodes_summary(episodes: Episodes, what: str) -> str:
         return f"{text}, but the real agent could not take over: {live.failure}."
     drive = live.drive
     return (
-        f"{text}: the real agent was caught up ({drive.sent} client frame(s) sent, "
-        f"{drive.matched} agent frame(s) matched what the client was told), then "
-        f"{live.relayed} client frame(s) were relayed to it. No divergence."
+        f"{text}: the real agent was caught up ({counted(drive.sent, 'client frame')} sent, "
+        f"{counted(drive.matched, 'agent frame')} matched what the client was told), then "
+        f"{counted(live.relayed, 'client frame')} {noun(live.relayed, 'was', 'were')} "
+        "relayed to it. No divergence."
     )

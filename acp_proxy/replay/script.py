@@ -4,14 +4,14 @@ Rules:
 - Only protocol frames (``c2a``, ``a2c``) take part; the agent's stderr is not replayed.
 - Input: ``RecordedFrame`` rows, or ``Verbatim`` rows (``seq``, ``mono_ns``, ``raw`` and 1)
   for agent ``session/update`` notifications that are neither notices nor compactions, which
-  are always sent as recorded (store_replay.load_script reads them so, to load less).
+  are always sent as recorded (store/replay_reads.load_script reads them so, to load less).
 - Every ``a2c`` frame becomes an ``Out`` with an action: ``SEND`` (recorded bytes as they are),
   ``RESPONSE`` (recorded bytes with the id of the client request it answers, ``ref`` = that
   request's ``Expect`` index), ``AGENT_REQUEST`` (sent as recorded, recorded id included),
   ``NOTICE`` (a live-only ``notice`` update: dropped and counted), ``FOLDED`` (replaced by a
-  materialized history frame, or folded into one: replay_history.py).
+  materialized history frame, or folded into one: history.py).
 - Every ``c2a`` frame becomes an ``Expect``: a request or notification (matched on its cleaned
-  method and params, replay_match.py), an answer to an agent request (matched on the id), or
+  method and params, match.py), an answer to an agent request (matched on the id), or
   anything else (matched on its bytes).
 - An ``Out``'s ``gate`` is the number of ``c2a`` frames before it in the recording: it is sent
   once all of those have come from the live client, so the agent's frames keep their recorded
@@ -34,31 +34,10 @@ from acp_proxy.protocol.jsonrpc import decode, envelope, id_key
 from acp_proxy.replay.history import is_history_request, materialized
 from acp_proxy.replay.match import Matcher
 from acp_proxy.replay.placeholders import has_placeholder
+from acp_proxy.store.values import RecordedFrame, ScriptRow
 
 SEND, RESPONSE, AGENT_REQUEST, NOTICE, FOLDED = range(5)
 REQUEST, NOTIFICATION, ANSWER, OTHER = "request", "notification", "answer", "other"
-
-
-class RecordedFrame(NamedTuple):
-    """The columns of a stored frame that replay needs (see docs/recording-format.md)."""
-
-    seq: int
-    direction: str
-    mono_ns: int
-    raw: bytes
-    kind: str
-    rpc_id: Any
-    method: str | None
-    update_kind: str | None
-    request_seq: int | None
-    session_id: str | None
-
-
-# A frame replay sends verbatim, as store_replay.load_script reads it: (seq, mono_ns, raw, 1),
-# for an agent session/update notification that is neither a notice nor a compaction (nothing
-# in it takes part in matching or history).
-Verbatim = tuple[int, int, bytes, int]
-ScriptRow = RecordedFrame | Verbatim
 
 
 class Out(NamedTuple):
@@ -76,7 +55,7 @@ class Expect:
     seq: int
     what: str  # REQUEST, NOTIFICATION, ANSWER, OTHER
     method: str | None
-    message: Any  # comparable form (replay_match), or raw bytes for OTHER
+    message: Any  # comparable form (replay.match), or raw bytes for OTHER
     key: bytes | None  # canonical key; None when it holds placeholders (matched structurally)
     rpc_id: tuple[str, Any] | None = None  # REQUEST: recorded id; ANSWER: the agent request's
     request_out: int = -1  # ANSWER: index of the Out that sent the agent request

@@ -6,7 +6,9 @@ Rules:
   re-importable with ``acp-proxy import``), ``check.txt`` and ``check.json`` (the ``check``
   findings), and ``transcript.md`` (the Markdown conversation). Everything in it is derived
   from the redacted frames: they are imported into a temporary database first, and the
-  findings and the transcript are read from there. The placeholder map is never in it.
+  findings and the transcript are read from there. The transcript joins message chunks, so
+  it passes the export's redactor once more (a secret split over two chunks is whole only
+  there). The placeholder map is never in it.
 - Check rules that need the official schemas (ACP000) run only when schemas are installed; if
   not, the other rules run and the manifest says so.
 - Reading a bundle (as a REF, by ``import``, by ``redact --verify``) is
@@ -20,6 +22,7 @@ from __future__ import annotations
 import io
 import platform
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,9 +74,11 @@ def _peer(info: Any) -> dict[str, Any] | None:
 
 
 def build_members(
-    jsonl: bytes, redaction: dict[str, Any], schema_dir: Path | None
-) -> dict[str, bytes]:
-    """Every member of a bundle, from the redacted export ``jsonl``."""
+    jsonl: bytes, redaction: dict[str, Any], schema_dir: Path | None,
+    redact_text: Callable[[str], str] = str,
+) -> dict[str, bytes]:  # fmt: skip
+    """Every member of a bundle, from the redacted export ``jsonl``; ``redact_text`` is the
+    export's redactor, for the transcript (which joins chunks a secret may be split over)."""
     from acp_proxy.inspect.export import export
 
     db_path, (connection_id, *_) = import_temporary(iter(io.BytesIO(jsonl)))
@@ -99,7 +104,7 @@ def build_members(
         FRAMES_MEMBER: jsonl,
         "check.txt": text.encode(),
         "check.json": as_json.encode(),
-        "transcript.md": transcript.getvalue(),
+        "transcript.md": redact_text(transcript.getvalue().decode()).encode(),
     }
 
 

@@ -8,7 +8,8 @@ Rules:
 - A frame is parsed and walked only when its bytes hold a trigger of some rule; only changed
   frames are serialized again (compact JSON, same line ending): the others keep their exact
   bytes. Non-JSON lines are redacted as text (bytes that are not UTF-8 stay as they were).
-- What is redacted: every string a ``secrets.Finder`` detector matches; every string under a
+- What is redacted: every string a ``secrets.Finder`` detector matches (in the frame's bytes
+  and in every text column of its row, changed bytes or not); every string under a
   member whose key looks secret (``apiKey``, ``token``, ``password`` ...); ``env`` and
   ``headers`` entries whose name looks secret; every parameter of ``authenticate`` /
   ``auth/login`` but ``methodId``; base64 terminal output is decoded, redacted and encoded
@@ -18,6 +19,8 @@ Rules:
 - Changed fields come back as JSON paths (``$.params.prompt[0].text``; ``$``: a whole non-JSON
   line). The value -> placeholder map stays in memory (``Redactor.mapping``).
 - ``detect_only``: nothing is replaced, every hit is collected (verify.py).
+- JSON nested deeper than ``protocol.depth.WALK_DEPTH`` (a frame, a connection's JSON column)
+  is never walked: deep_redaction.py redacts its strings where they stand, more strictly.
 - This module knows no process, file, clock or database.
 """
 
@@ -34,9 +37,10 @@ from typing import Any
 
 import orjson
 
+from acp_proxy.protocol.depth import too_deep
+from acp_proxy.share.deep_redaction import AUTH_METHODS, redact_deep
 from acp_proxy.share.secrets import PLACEHOLDER, Finder, Found, secret_key, secret_name
 
-AUTH_METHODS = frozenset({"authenticate", "auth/login"})
 TEXT_COLUMNS = ("method", "session_id", "message_id", "tool_call_id", "update_kind", "stop_reason")
 CONNECTION_TEXT = ("label", "cwd", "error")
 CONNECTION_JSON = ("argv", "client_argv", "client_info", "agent_info")
@@ -88,14 +92,17 @@ class Redactor:
         body = raw.rstrip(b"\r\n")
         ending = raw[len(body) :]
         new_body, paths = self._body(body, record.get("method"))
+        if not self._detect:
+            # Every column, whether or not the body changed: a response's session id comes
+            # from its request, so a secret in it need not be in the response's own bytes.
+            for column in (*TEXT_COLUMNS, "rpc_id"):
+                if isinstance(record.get(column), str):
+                    record[column] = self.text(record[column])
         if new_body is None or self._detect:
             return paths
         record["raw"] = new_body + ending
         record["size"] = len(record["raw"])
         self._shift[direction] = self._shift.get(direction, 0) + len(record["raw"]) - len(raw)
-        for column in (*TEXT_COLUMNS, "rpc_id"):
-            if isinstance(record.get(column), str):
-                record[column] = self.text(record[column])
         return paths
 
     def _unchanged(self, body: bytes, method: str | None) -> bool:
@@ -107,6 +114,9 @@ class Redactor:
     def _body(self, body: bytes, method: str | None) -> tuple[bytes | None, list[str]]:
         if self._unchanged(body, method):
             return None, []
+        if too_deep(body):
+            found, paths = redact_deep(self, body, method, drop_contents=self._drop)
+            return (None if self._detect else found), paths
         try:
             parsed = orjson.loads(body)
         except orjson.JSONDecodeError:
@@ -131,6 +141,12 @@ class Redactor:
             if not isinstance(text, str):
                 continue
             parsed: Any = text
+            if column in CONNECTION_JSON and too_deep(text.encode()):
+                deep, changed = redact_deep(self, text.encode(), None, drop_contents=False)
+                if deep is not None and not self._detect:
+                    record[column] = deep.decode()
+                paths += [f"connection.{column}" for _ in changed]
+                continue
             if column in CONNECTION_JSON:
                 with contextlib.suppress(ValueError):
                     parsed = json.loads(text)
@@ -171,7 +187,7 @@ class Redactor:
             return text
         return "".join(pieces) + text[last:]
 
-    def _whole(self, kind: str, value: Any, path: str) -> Any:
+    def whole(self, kind: str, value: Any, path: str) -> Any:
         """Replace a whole string value (not one already a placeholder)."""
         if not isinstance(value, str) or not value or PLACEHOLDER.fullmatch(value):
             return value
@@ -190,7 +206,7 @@ class Redactor:
         return base64.b64encode(redacted.encode("utf-8", "surrogateescape")).decode()
 
     def _content(self, value: str, path: str) -> str:
-        return self._whole("content", value, path) if self._drop else self.text(value, path)
+        return self.whole("content", value, path) if self._drop else self.text(value, path)
 
     def value(self, value: Any, method: str | None = None) -> tuple[Any, list[str]]:
         """A JSON value redacted, and the paths that changed (``method``: the message's)."""
@@ -250,13 +266,13 @@ class Redactor:
             return _NOTHING
         kind = parent.get("type")
         if depth == 1 and (walk.method, key) in _DROPPED_MEMBERS:
-            return self._whole("content", item, where)
+            return self.whole("content", item, where)
         if (key == "data" and kind in _B64_TYPES) or (key == "blob" and "uri" in parent):
-            return self._b64(item, where, lambda v, p: self._whole("content", v, p))
+            return self._b64(item, where, lambda v, p: self.whole("content", v, p))
         if (key == "text" and "uri" in parent) or (
             key in ("oldText", "newText") and kind == "diff"
         ):
-            return self._whole("content", item, where)
+            return self.whole("content", item, where)
         return _NOTHING
 
     def _pair(self, key: str, entry: Any, where: str) -> Any:
@@ -268,12 +284,12 @@ class Redactor:
         for k, v in entry.items():
             at = _member(where, k)
             whole = looks and k == "value"
-            out[k] = self._whole(kind, v, at) if whole else self._walk(v, at, _Walk(None), 3)
+            out[k] = self.whole(kind, v, at) if whole else self._walk(v, at, _Walk(None), 3)
         return out if out != entry else entry
 
     def _all_strings(self, kind: str, value: Any, path: str, skip: str = "") -> Any:
         if isinstance(value, str):
-            return self._whole(kind, value, path)
+            return self.whole(kind, value, path)
         if isinstance(value, list):
             items = [self._all_strings(kind, v, f"{path}[{i}]") for i, v in enumerate(value)]
             return items if items != value else value

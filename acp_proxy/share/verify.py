@@ -19,10 +19,11 @@ from typing import Any
 
 import orjson
 
+from acp_proxy.protocol.depth import too_deep
+from acp_proxy.share.deep_redaction import redact_deep
 from acp_proxy.share.redact import TEXT_COLUMNS, Redactor
 from acp_proxy.share.secrets import Finder
-
-FORMAT = "acp-proxy-jsonl"  # export.FORMAT (export.py reads the database: not imported here)
+from acp_proxy.store.jsonl import FORMAT
 
 
 def _frame(value: dict[str, Any]) -> dict[str, Any] | None:
@@ -72,6 +73,9 @@ class Verifier:
         return leaks
 
     def json_document(self, name: str, data: bytes) -> list[Leak]:
+        if too_deep(data):
+            redact_deep(self._redactor, data, None, drop_contents=False)
+            return self._take(name)
         try:
             value = orjson.loads(data)
         except orjson.JSONDecodeError:

@@ -22,18 +22,19 @@ Rules:
 
 from __future__ import annotations
 
-import atexit
-import shutil
+import os
 import sqlite3
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from acp_proxy.errors import BadReference, UnknownRecording, UnreadableRecording
 from acp_proxy.stderr import Reporter, report
 from acp_proxy.store.database import connect
-from acp_proxy.store.recording_files import frames_lines, is_recording_file, looks_like_a_file
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 HOW_TO_NAME = "a connection id, a session id, a label, a uid, 'last', or a recording file"
 
@@ -144,6 +145,30 @@ def _scope(db: sqlite3.Connection, connection_id: int, session_ref: str | None) 
     return Scope(connection_id, session, row[0], row[1])
 
 
+def _files() -> ModuleType:
+    """recording_files.py, loaded only for a REF that may name a file (it loads zipfile)."""
+    from acp_proxy.store import recording_files
+
+    return recording_files
+
+
+def _may_be_a_path(ref: str) -> bool:
+    """False for what can only be a database REF (no separator, no dot, no ``~``): ``3``,
+    ``last``, ``sess_1``; every recording file suffix has a dot."""
+    return os.sep in ref or "." in ref or ref.startswith("~")
+
+
+def _scratch_folder() -> Path:
+    """A fresh temporary folder, removed when the process exits."""
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="acp-proxy-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
 def import_temporary(lines: Iterable[bytes], label: str | None = None) -> tuple[Path, list[int]]:
     """Import export (or capture) lines into a fresh temporary database, removed at exit.
 
@@ -151,8 +176,7 @@ def import_temporary(lines: Iterable[bytes], label: str | None = None) -> tuple[
     """
     from acp_proxy.store.importer import import_jsonl
 
-    folder = Path(tempfile.mkdtemp(prefix="acp-proxy-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    folder = _scratch_folder()
     db_path = folder / "recording.sqlite"
     return db_path, import_jsonl(db_path, lines, label=label)
 
@@ -162,7 +186,7 @@ def recording_file_episodes(ref: str) -> tuple[Path, list[int]]:
     from acp_proxy.store.importer import ImportRefused
 
     try:
-        return import_temporary(frames_lines(Path(ref)), label=Path(ref).stem)
+        return import_temporary(_files().frames_lines(Path(ref)), label=Path(ref).stem)
     except ImportRefused as error:
         raise UnreadableRecording(f"{ref}: not a recording file: {error}") from None
 
@@ -171,18 +195,17 @@ def import_recording_files(refs: Iterable[str]) -> Path:
     """Every episode of each recording file, in one temporary database (removed at exit)."""
     from acp_proxy.store.importer import ImportRefused, import_jsonl
 
-    folder = Path(tempfile.mkdtemp(prefix="acp-proxy-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    folder = _scratch_folder()
     db_path = folder / "recordings.sqlite"
     for ref in refs:
-        if not is_recording_file(ref):
+        if not _files().is_recording_file(ref):
             raise (
                 _missing_file(ref)
                 if not Path(ref).is_file()
                 else UnreadableRecording(f"{ref}: not a recording file")
             )
         try:
-            import_jsonl(db_path, frames_lines(Path(ref)), label=Path(ref).stem)
+            import_jsonl(db_path, _files().frames_lines(Path(ref)), label=Path(ref).stem)
         except ImportRefused as error:
             raise UnreadableRecording(f"{ref}: not a recording file: {error}") from None
     return db_path
@@ -199,8 +222,14 @@ def _open_file(ref: str, *, episodes: bool, note: Reporter) -> Opened:
 
 
 def _missing_file(ref: str) -> BadReference:
-    if Path(ref).expanduser().is_dir():
+    path = Path(ref).expanduser()
+    if path.is_dir():
         return UnreadableRecording(f"{ref}: is a folder, not a recording file")
+    if path.exists():
+        return UnreadableRecording(
+            f"{ref}: not a recording file (recording files are JSONL exports and cassettes, "
+            f"bundles, or captures, named *{', *'.join(_files().SUFFIXES)})"
+        )
     return UnknownRecording(f"{ref}: no such file")
 
 
@@ -213,9 +242,9 @@ def open_ref(
     note: Reporter = report,
 ) -> Opened:
     """Open what ``ref`` names (see the module rules), read-only; ``BadReference`` if nothing."""
-    if ref is not None and is_recording_file(ref):
+    if ref is not None and os.path.isfile(ref) and _files().is_recording_file(ref):
         return _open_file(ref, episodes=episodes, note=note)
-    if ref is not None and looks_like_a_file(ref):
+    if ref is not None and _may_be_a_path(ref) and _files().looks_like_a_file(ref):
         try:  # a label may be written like a path: the database still has its say
             db = connect(db_path, create=False, readonly=True)
         except BadReference:

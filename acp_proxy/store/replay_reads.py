@@ -1,13 +1,13 @@
 """The queries of ``replay``: the frames of a recording, as the replay script needs them.
 
 Rules:
-- Read only. Only the columns replay uses are read (``replay_script.RecordedFrame``), in
+- Read only. Only the columns replay uses are read (``store.values.RecordedFrame``), in
   ``seq`` order from the ``(connection_id, seq)`` index, in large batches: loading is most of
   the cost of replaying a long recording.
-- A REF that names a session narrows the replay to that session (see store_check.scope).
+- A REF that names a session narrows the replay to that session (see refs.scope).
 - ``load_script`` leaves out what replay does not need: an agent ``session/update``
   notification that is neither a notice nor a compaction (the bulk of a recording, sent
-  verbatim) comes as a ``replay_script.Verbatim`` row (``seq``, ``mono_ns``, ``raw`` and 1);
+  verbatim) comes as a ``store.values.Verbatim`` row (``seq``, ``mono_ns``, ``raw`` and 1);
   the other frames (0 in that column) are then read in full, by ``seq``, as ``RecordedFrame``.
   SQLite classifies them. When a session is selected (by REF or ``session``), every frame comes as a
   ``RecordedFrame``, since selecting a session needs them all.
@@ -21,11 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from acp_proxy.errors import RecordingError
-from acp_proxy.protocol.acp import LIVE_ONLY_UPDATE_KINDS, SESSION_UPDATE
-from acp_proxy.replay.history import COMPACTION_KINDS
-from acp_proxy.replay.script import RecordedFrame, ScriptRow
+from acp_proxy.protocol.acp import COMPACTION_KINDS, LIVE_ONLY_UPDATE_KINDS, SESSION_UPDATE
 from acp_proxy.store.database import connect
 from acp_proxy.store.frames import Scope, scope
+from acp_proxy.store.values import RecordedFrame, ScriptRow
 
 _BATCH = 8192
 _COLUMNS = (
@@ -64,7 +63,7 @@ def load(db_path: Path, ref: str | None) -> tuple[Scope, list[RecordedFrame]]:
 def load_script(
     db_path: Path, ref: str | None, session: str | None
 ) -> tuple[Scope, list[ScriptRow]]:
-    """``load`` for ``replay_script.build``, verbatim frames as ``Verbatim`` rows (see rules)."""
+    """``load`` for ``replay.script.build``, verbatim frames as ``Verbatim`` rows (see rules)."""
     db = connect(db_path, create=False, readonly=True)
     try:
         target = scope(db, ref, sessions=True)

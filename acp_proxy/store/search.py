@@ -7,8 +7,16 @@ Rules:
   quotes and ``*`` are words or separators, never syntax. A pattern with no word in it at all
   (only punctuation) cannot be asked of the index: it is looked for as a substring of the same
   text the index holds (``frame_text``), frame by frame.
-- A regular expression (Python ``re``) is matched against each frame's recorded line, decoded
-  as UTF-8 (undecodable bytes become U+FFFD): JSON escapes stay as they were recorded.
+- A hit's snippet is cut from the frame's JSON (snippet.py), not from the words the index
+  holds; when the match cannot be found there, the index's own snippet is kept.
+- A regular expression is matched against each frame's recorded line as UTF-8, without its
+  newline: JSON escapes stay as they were recorded, ``$`` matches at the line's end as in
+  Python, and the bytes are searched as they are stored (no decoding per frame; a snippet is
+  decoded, undecodable bytes as U+FFFD). The engine is
+  RE2: its time is linear in the text, whatever the pattern, so a pattern cannot freeze a
+  search by backtracking. Its syntax is Python's for everything but backreferences and
+  lookaround, which it refuses (``BadPattern``, with a sentence saying so), as it refuses a
+  pattern too large to compile in ``REGEX_MEMORY`` bytes.
 - Hits come in the order frames were recorded (``frame.id``), across connections; ``after``
   (a hit's ``frame_id``) continues a search where a page ended.
 - ``catch_up`` indexes what the recorder did not (frames recorded before format 5, imported
@@ -29,16 +37,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import re2
+
 from acp_proxy.errors import RecordingError
 from acp_proxy.store.database import connect, write_transaction
 from acp_proxy.store.readers import DIRECTIONS, open_for_reading
 from acp_proxy.store.search_index import index_frames
+from acp_proxy.store.snippet import json_snippet, phrase_pattern
 from acp_proxy.store.values import MARK_END, MARK_START, Hit
 
 CATCH_UP_BATCH = 5000
 ELLIPSIS = "…"
 SNIPPET_WORDS = 24
 SNIPPET_CHARS = 160  # regular-expression snippets: characters of context around the match
+REGEX_MEMORY = 64 << 20  # what RE2 may use to compile one pattern
 # A word to the index: what FTS5's unicode61 tokenizer keeps (letters and digits).
 _WORD = re.compile(r"[^\W_]", re.UNICODE)
 
@@ -168,8 +180,9 @@ def search(db: sqlite3.Connection, query: SearchQuery) -> Iterator[Hit]:
         yield from _substring_search(db, query)
         return
     where, values = _filters(query)
+    words = phrase_pattern(query.pattern)
     statement = (
-        f"SELECT {_HIT_COLUMNS}, snippet(frame_search, 0, ?, ?, ?, ?) "
+        f"SELECT {_HIT_COLUMNS}, snippet(frame_search, 0, ?, ?, ?, ?), f.raw "
         "FROM frame_search JOIN frame f ON f.id = frame_search.rowid "
         f"WHERE frame_search MATCH ? AND {where} ORDER BY frame_search.rowid LIMIT ?"
     )
@@ -179,7 +192,8 @@ def search(db: sqlite3.Connection, query: SearchQuery) -> Iterator[Hit]:
         cursor = db.execute(statement, arguments)
         while rows := cursor.fetchmany(64):
             for row in rows:
-                yield _hit(row, row[7] or "")
+                from_json = json_snippet(bytes(row[8]), words) if words is not None else None
+                yield _hit(row, from_json or row[7] or "")
     except sqlite3.Error as error:
         raise RecordingError(f"cannot search the recordings: {error}") from error
 
@@ -187,7 +201,7 @@ def search(db: sqlite3.Connection, query: SearchQuery) -> Iterator[Hit]:
 def _substring_search(db: sqlite3.Connection, query: SearchQuery) -> Iterator[Hit]:
     where, values = _filters(query)
     statement = (
-        f"SELECT {_HIT_COLUMNS}, t.text FROM frame f JOIN frame_text t ON t.id = f.id "
+        f"SELECT {_HIT_COLUMNS}, t.text, f.raw FROM frame f JOIN frame_text t ON t.id = f.id "
         f"WHERE {where} AND instr(t.text, ?) > 0 ORDER BY f.id LIMIT ?"
     )
     values += [query.pattern, -1 if query.limit is None else query.limit]
@@ -196,20 +210,33 @@ def _substring_search(db: sqlite3.Connection, query: SearchQuery) -> Iterator[Hi
         cursor = db.execute(statement, values)
         while rows := cursor.fetchmany(64):
             for row in rows:
-                match = literal.search(row[7])
-                yield _hit(row, _regex_snippet(row[7], match) if match else "")
+                from_json = json_snippet(bytes(row[8]), literal, folded=False)
+                match = None if from_json else literal.search(row[7])
+                yield _hit(row, from_json or (_regex_snippet(row[7], match) if match else ""))
     except sqlite3.Error as error:
         raise RecordingError(f"cannot search the recordings: {error}") from error
 
 
-def compile_pattern(query: SearchQuery) -> re.Pattern[str] | None:
-    """The regular expression of a ``regex`` query (None for full text); checks it compiles."""
+def compile_pattern(query: SearchQuery) -> Any:
+    """The RE2 pattern of a ``regex`` query (None for full text); checks it compiles."""
     if not query.regex:
         return None
+    options = re2.Options()
+    options.log_errors = False  # the reason comes back in the exception, said once by us
+    options.case_sensitive = not query.ignore_case
+    options.max_mem = REGEX_MEMORY
     try:
-        return re.compile(query.pattern, re.IGNORECASE if query.ignore_case else 0)
-    except re.error as error:
-        raise BadPattern(f"bad regular expression {query.pattern!r}: {error}") from error
+        return re2.compile(query.pattern.encode("utf-8"), options)
+    except UnicodeEncodeError as error:
+        raise BadPattern(f"bad regular expression {query.pattern!r}: not UTF-8") from error
+    except re2.error as error:
+        reason = error.args[0] if error.args else error
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        raise BadPattern(
+            f"bad regular expression {query.pattern!r}: {reason} (the syntax is RE2's: "
+            "Python's without backreferences or lookaround)"
+        ) from error
 
 
 def _regex_search(db: sqlite3.Connection, query: SearchQuery) -> Iterator[Hit]:
@@ -217,7 +244,7 @@ def _regex_search(db: sqlite3.Connection, query: SearchQuery) -> Iterator[Hit]:
     assert pattern is not None
 
     def matches(raw: bytes) -> bool:
-        return pattern.search(bytes(raw).decode("utf-8", "replace")) is not None
+        return pattern.search(_line(raw)) is not None
 
     db.create_function("acp_proxy_matches", 1, matches, deterministic=True)
     where, values = _filters(query)
@@ -230,17 +257,32 @@ def _regex_search(db: sqlite3.Connection, query: SearchQuery) -> Iterator[Hit]:
         cursor = db.execute(statement, values)
         while rows := cursor.fetchmany(64):
             for row in rows:
-                text = bytes(row[7]).decode("utf-8", "replace")
-                match = pattern.search(text)
-                snippet = _regex_snippet(text, match) if match else ""
-                yield _hit(row, snippet)
+                line = _line(row[7])
+                match = pattern.search(line)
+                yield _hit(row, _byte_snippet(line, *match.span()) if match else "")
     except sqlite3.Error as error:
         raise RecordingError(f"cannot search the recordings: {error}") from error
 
 
-def _regex_snippet(text: str, match: re.Match[str]) -> str:
+def _line(raw: bytes) -> bytes:
+    """A recorded line as a pattern sees it: its bytes without the newline (``$`` ends it)."""
+    return raw[:-1] if raw.endswith(b"\n") else bytes(raw)
+
+
+def _byte_snippet(line: bytes, start: int, end: int) -> str:
+    """``_regex_snippet`` for a match at byte offsets (RE2's, at character boundaries)."""
+    before = line[:start].decode("utf-8", "replace")
+    found = line[start:end].decode("utf-8", "replace")
+    return _span_snippet(before + found + line[end:].decode("utf-8", "replace"),
+                         len(before), len(before) + len(found))  # fmt: skip
+
+
+def _regex_snippet(text: str, match: Any) -> str:
     """The match between the marks, with up to ``SNIPPET_CHARS`` of context on each side."""
-    start, end = match.span()
+    return _span_snippet(text, *match.span())
+
+
+def _span_snippet(text: str, start: int, end: int) -> str:
     end = max(end, start)
     before = text[max(0, start - SNIPPET_CHARS // 2) : start]
     after = text[end : end + SNIPPET_CHARS // 2]

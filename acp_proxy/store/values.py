@@ -2,14 +2,14 @@
 
 Rules:
 - Frozen, slotted dataclasses with exactly the meaning of docs/recording-format.md; the
-  ``store_read`` module builds them, renderers and the transcript model consume them.
+  store/readers.py builds them, renderers and the transcript model consume them.
 - ``FrameRow`` satisfies ``observer.FrameLike``, so stored frames feed the transcript directly.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,10 +34,20 @@ class ConnectionRow:
     lines_stderr: int
     frames_lost: int
     client_argv: list[str] | None = None  # the client's command line (format 7), if known
+    # How it was carried (format 8): stdio, http or websocket; the remote agent's URL (a
+    # bridge's too: its transport is stdio); where a remote client connected from.
+    transport: str = "stdio"
+    remote_url: str | None = None
+    client_address: str | None = None
 
     @property
     def frames(self) -> int:
         return self.frames_c2a + self.frames_a2c + self.lines_stderr
+
+    @property
+    def remote(self) -> bool:
+        """Carried over ACP's remote transport (recorded by ``record --listen``)."""
+        return self.transport in ("http", "websocket")
 
     @property
     def ending(self) -> str:
@@ -74,6 +84,28 @@ class FrameRow:
     message_id: str | None = None
     tool_call_id: str | None = None
     flags: tuple[str, ...] = ()  # bad_json, bad_utf8, not_jsonrpc, batch, no_newline
+
+
+class RecordedFrame(NamedTuple):
+    """The columns of a stored frame that replay needs (see docs/recording-format.md)."""
+
+    seq: int
+    direction: str
+    mono_ns: int
+    raw: bytes
+    kind: str
+    rpc_id: Any
+    method: str | None
+    update_kind: str | None
+    request_seq: int | None
+    session_id: str | None
+
+
+# A frame replay sends verbatim, as replay_reads.load_script reads it: (seq, mono_ns, raw, 1),
+# for an agent session/update notification that is neither a notice nor a compaction (nothing
+# in it takes part in matching or history).
+Verbatim = tuple[int, int, bytes, int]
+ScriptRow = RecordedFrame | Verbatim
 
 
 MARK_START, MARK_END = "\x02", "\x03"  # around a match in a search snippet

@@ -25,13 +25,9 @@ import orjson
 
 from acp_proxy.protocol.diffing import Diff, Item, compare, items
 from acp_proxy.protocol.observer import ConnectionObserver, FrameRecord
+from acp_proxy.store.jsonl import is_header
 
 MACHINE_PATHS = ("$..cwd", "$..additionalDirectories", "$.._meta")
-
-
-def is_header(line: bytes) -> bool:
-    """Whether a line of an export file may be an export's header (see the module rules)."""
-    return b'"format"' in line and line.lstrip().startswith(b"{")
 
 
 def split(data: bytes) -> list[bytes]:

@@ -43,7 +43,7 @@ def test_clean_recordings_exit_0(recordings: Path, schema_env: dict[str, str]) -
     for ref in ("clean-v1", "clean-v2"):
         result = invoke("check", "--db", str(recordings), ref, env=schema_env)
         assert result.exit_code == 0, result.output
-        assert result.output.startswith("clean: 1 connection(s)")
+        assert result.output.startswith("clean: 1 connection, ")
 
 
 def test_findings_exit_1_and_name_frame_rule_and_fix(
@@ -57,7 +57,7 @@ def test_findings_exit_1_and_name_frame_rule_and_fix(
     )
     assert any(line.startswith("connection 3 #6 a2c: error ACP013: stopReason") for line in lines)
     assert any(line.startswith("    fix: ") for line in lines)
-    assert lines[-1].startswith("2 error(s), 0 warning(s) in 1 connection(s)")
+    assert lines[-1].startswith("2 errors, 0 warnings in 1 connection, ")
 
 
 def test_json_format(recordings: Path, schema_env: dict[str, str]) -> None:

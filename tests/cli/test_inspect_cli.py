@@ -30,9 +30,9 @@ def test_ls_lists_connections_and_sessions(recorded: Path) -> None:
     lines = run(recorded, "ls").output.splitlines()
     assert lines[0].startswith("1 v1 ")
     assert "agent-x 2.0 <- zed 1.0" in lines[0]
-    assert "16 frames  1 turns" in lines[0]
-    assert "1 errors" in lines[0]
-    assert lines[1].split() == ["session", "sess_1", "1", "turns"]
+    assert "16 frames  1 turn " in lines[0]
+    assert lines[0].endswith(", 1 error")
+    assert lines[1].split() == ["session", "sess_1", "1", "turn"]
     assert lines[2].startswith("2 v2 ")
     assert "\x1b[" not in run(recorded, "ls").output  # plain when not a terminal
     records = [json.loads(x) for x in run(recorded, "ls", "--json").output.splitlines()]

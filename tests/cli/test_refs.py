@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.support.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
 from tests.support.helpers import write_recording
+from tests.support.processes import acp_proxy as run_acp_proxy
 
 REF_COMMANDS = [
     ["show", "{ref}"], ["tail", "{ref}"], ["tail", "-f", "{ref}"], ["stats", "{ref}"],
@@ -34,10 +34,7 @@ DATABASE_COMMANDS = [
 
 
 def acp_proxy(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "acp_proxy", *args], capture_output=True, text=True, timeout=30,
-        check=False, cwd=cwd, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    return run_acp_proxy(*args, timeout=30, cwd=cwd)
 
 
 def one_line(done: subprocess.CompletedProcess[str]) -> str:
@@ -80,6 +77,13 @@ def test_a_folder_is_not_a_recording_file(recorded: Path, tmp_path: Path) -> Non
     (tmp_path / "exports").mkdir()
     said = one_line(acp_proxy("show", "exports/", "--db", str(recorded), cwd=tmp_path))
     assert said == "acp-proxy: exports/: is a folder, not a recording file\n"
+
+
+def test_a_file_that_exists_is_not_said_to_be_missing(recorded: Path, tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("# recordings\n")
+    said = one_line(acp_proxy("show", "./README.md", "--db", str(recorded), cwd=tmp_path))
+    assert said.startswith("acp-proxy: ./README.md: not a recording file (recording files are ")
+    assert "*.jsonl" in said
 
 
 def test_a_label_written_like_a_path_still_names_its_recording(db_path: Path) -> None:

@@ -47,8 +47,9 @@ def test_finds_a_frame_recorded_a_moment_ago(db_path: Path) -> None:
         time.sleep(0.02)
     result = run(db_path, "search", "Flux Capacitor")
     assert result.stdout.splitlines() == [
-        "1:1: c2a x/y  1 x/y «flux capacitor»",
-        "1:2: a2c x/y  1 x/y «flux capacitor»",
+        f"1:{seq}: {way} x/y  " + '{"jsonrpc":"2.0","id":1,"method":"x/y","params":'
+        '{"note":"«flux capacitor»"}}'
+        for seq, way in ((1, "c2a"), (2, "a2c"))
     ]
     assert "indexing" not in result.stderr  # the recorder had indexed everything
 
@@ -59,7 +60,10 @@ def test_finds_text_in_an_imported_recording(recorded: Path, tmp_path: Path) -> 
     other = tmp_path / "other.sqlite"
     run(other, "import", str(export))
     result = run(other, "search", "thinking")
-    hit = "1:7: a2c session/update  session/update sess_1 agent_thought_chunk m0 text «thinking»"
+    hit = (
+        '1:7: a2c session/update  …Update":"agent_thought_chunk","messageId":"m0","content":'
+        '{"type":"text","text":"«thinking»"}}}}'
+    )
     assert result.stdout.splitlines() == [hit]
     assert "indexing 16 frames" in result.stderr  # caught up on first use, with its bar
     assert "indexing" not in run(other, "search", "thinking").stderr
@@ -76,6 +80,12 @@ def test_exit_statuses_are_greps(
     capfd.readouterr()
     run(recorded, "search", "-E", "(", code=2)
     assert capfd.readouterr().err.startswith("acp-proxy: bad regular expression '(': missing )")
+    run(recorded, "search", "-E", r"(a)\1", code=2)
+    said = capfd.readouterr().err
+    assert said.startswith(r"acp-proxy: bad regular expression '(a)\\1': invalid escape")
+    assert "backreferences" in said
+    assert said.count("\n") == 1  # one line: RE2's own log stays quiet
+    run(recorded, "search", "-E", "(a+)+$", code=1)
     run(recorded, "search", "x", "nope", code=2)
     assert capfd.readouterr().err.startswith("acp-proxy: no recording matches 'nope'")
     run(tmp_path / "none.sqlite", "search", "x", code=2)
@@ -126,7 +136,7 @@ def test_recorded_control_characters_never_reach_the_terminal(db_path: Path) -> 
     assert "\x1b" not in out
     assert "\x07" not in out
     assert "\u202e" not in out
-    assert "\\x1b[31m" in out
+    assert "\\u001b[31m" in out  # the JSON escape, as the frame's JSON holds it
     assert "\\u202e" in out
 
 

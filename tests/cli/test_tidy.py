@@ -73,7 +73,7 @@ def test_delete_removes_frames_and_findings_and_reclaims_space(
     before = tidy.database_bytes(db_path)
     result = run(db_path, "delete", "gone")
     assert result.output.startswith(f"deleted 1 connection ({gone}): {frames_each} frames, ")
-    assert "1 findings;" in result.output
+    assert "1 finding;" in result.output
     assert "reclaimed" in result.output
     assert _ids(db_path) == [keep]
     assert _count(db_path, "frame") == frames_each

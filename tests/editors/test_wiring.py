@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from acp_proxy.cli.main import main as cli
 from acp_proxy.editors.jsonc import JsoncError, parse
-from acp_proxy.editors.wiring import WiringError, unwrap, wrap
+from acp_proxy.editors.wiring import WiringError, command_by_name, unwrap, wrap
 
 SAMPLES = Path(__file__).parent / "settings"
 PROXY = "/opt/acp/bin/acp-proxy"
@@ -97,3 +97,64 @@ def test_cli_prints_without_write_and_writes_with_a_backup(
     assert again.exit_code == 2
     assert "does not run through acp-proxy" in capfd.readouterr().err
     assert CliRunner().invoke(cli, ["wrap", "Codex", "--settings", str(settings)]).exit_code == 2
+
+
+def test_no_backup_is_ever_overwritten(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    settings = tmp_path / "acp.json"
+    shutil.copy(SAMPLES / "acp.json", settings)
+    os.chmod(settings, 0o600)
+    original = settings.read_text()
+    where = ["--jetbrains", "--settings", str(settings), "--write"]
+    first = tmp_path / "acp.json.acp-proxy.bak"
+
+    def run(*args: str) -> str:
+        done = CliRunner().invoke(cli, [*args, *where])
+        assert done.exit_code == 0, done.output
+        return capfd.readouterr().err
+
+    assert f"the old file is kept as {first})" in run("wrap", "Codex")
+    settings.write_text(settings.read_text().replace('"info"', '"debug"'))  # the user edits it
+    edited = settings.read_text()
+    said = run("unwrap", "Codex")
+    second = tmp_path / "acp.json.acp-proxy.bak.2"
+    assert f"the old file is kept as {second}; before acp-proxy first changed it: {first}" in said
+    run("wrap", "Codex")
+    assert first.read_text() == original  # the file before acp-proxy ever touched it
+    assert second.read_text() == edited
+    assert (tmp_path / "acp.json.acp-proxy.bak.3").exists()
+    assert {p.stat().st_mode & 0o777 for p in tmp_path.glob("acp.json.acp-proxy.bak*")} == {0o600}
+    said = run("unwrap", "Codex")  # the wrapped file is kept already: no copy of it
+    assert "the old file is already kept as " in said
+    assert sorted(p.name for p in tmp_path.glob("acp.json.acp-proxy.bak*")) == [
+        "acp.json.acp-proxy.bak", "acp.json.acp-proxy.bak.2", "acp.json.acp-proxy.bak.3"
+    ]  # fmt: skip
+
+
+def test_an_agent_run_by_name_is_warned_of_not_rewritten(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = tmp_path / "settings.json"
+    shutil.copy(SAMPLES / "zed.json", settings)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "opencode").write_text("#!/bin/sh\n")
+    (bin_dir / "opencode").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    shown = CliRunner().invoke(cli, ["wrap", "--zed", "OpenCode", "--settings", str(settings)])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["args"][-1] == "opencode"  # kept as written
+    said = capfd.readouterr().err
+    assert said.count("\n") == 1
+    assert "warning: agent 'OpenCode' runs 'opencode' by name" in said
+    assert f"here it is {bin_dir / 'opencode'}" in said
+    assert "the absolute-path pitfall" in said
+    absolute = ["wrap", "--zed", "Gemini CLI", "--settings", str(settings)]
+    assert CliRunner().invoke(cli, absolute).exit_code == 0
+    assert "warning" not in capfd.readouterr().err
+
+
+def test_which_commands_are_found_by_name() -> None:
+    assert command_by_name({"command": "npx", "args": ["-y", "x"]}) == "npx"
+    assert command_by_name({"command": "./agent"}) == "./agent"
+    assert command_by_name({"command": "/usr/bin/gemini"}) is None
+    assert command_by_name({"command": "gemini", "env": {"PATH": "/opt/bin"}}) is None

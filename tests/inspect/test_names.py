@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from acp_proxy.cli.main import main as cli
@@ -23,7 +24,7 @@ def test_command_is_program_name_and_arguments_cut() -> None:
     assert shortened.startswith("my-agent --acp --model ")
     assert shortened.endswith("…")
     assert len(shortened) == words.COMMAND_WIDTH
-    assert words.command(["npx", "a\nb", ""]) == "npx a b ''"
+    assert words.command(["agent", "a\nb", ""]) == "agent a b ''"
     assert words.command([]) == ""
 
 
@@ -102,6 +103,37 @@ def test_a_client_without_client_info_is_named_by_its_command(tmp_path: Path) ->
     summary = summarize(db, 1)
     assert summary.client_argv is not None
     assert summary.client_argv[1:] == [str(client), str(db_path), "--flag-of-the-client"]
-    assert "client:  python" in render_summary(summary, db_path)
+    assert "client:  quiet_client.py " in render_summary(summary, db_path)
     markdown = CliRunner().invoke(cli, ["export", "quiet", "--db", str(db_path)])
-    assert "- Client: python" in markdown.output, markdown.output
+    assert "- Client: quiet_client.py " in markdown.output, markdown.output
+
+
+@pytest.mark.parametrize(
+    ("argv", "shown"),
+    [
+        (["python", "/home/u/acp/examples/echo_agent.py", "--x"], "echo_agent.py --x"),
+        (["/usr/bin/python3.11", "-u", "-X", "dev", "agent.py"], "agent.py"),
+        (["uv", "run", "--with", "acp", "python", "-m", "my_agent.main"], "my_agent.main"),
+        (["npx", "-y", "@google/gemini-cli", "--experimental-acp"],
+         "@google/gemini-cli --experimental-acp"),
+        (["node", "/srv/agent/dist/index.js"], "dist/index.js"),
+        (["env", "RUST_LOG=info", "bun", "run", "agent.ts"], "agent.ts"),
+        (["uvx", "--from", "goose-ai", "goose", "acp"], "goose acp"),
+        (["pnpm", "dlx", "claude-code-acp"], "claude-code-acp"),
+        (["python", "-c", "import agent"], "python -c import agent"),  # inline code: as it is
+        (["node"], "node"),
+        (["/opt/tools/bin/my-agent", "--acp"], "my-agent --acp"),
+    ],
+)  # fmt: skip
+def test_an_interpreter_is_named_by_what_it_runs(argv: list[str], shown: str) -> None:
+    assert words.command(argv) == shown
+
+
+def test_the_demo_hints_name_tools_that_are_not_on_path_by_their_path(db_path: Path) -> None:
+    _recording(db_path)
+    summary = summarize(connect(db_path, create=False), 1)
+    programs = {"sqlite-utils": ".venv/bin/sqlite-utils", "datasette": ".venv/bin/datasette"}
+    said = render_summary(summary, db_path, programs=programs)
+    assert f"  .venv/bin/sqlite-utils {db_path} " in said
+    assert f"  .venv/bin/datasette {db_path}" in said
+    assert f"  sqlite-utils {db_path} " in render_summary(summary, db_path)

@@ -8,6 +8,7 @@ real pty, and exported as Markdown rendered by a CommonMark renderer (markdown-i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import re
@@ -120,6 +121,80 @@ def test_recorded_escapes_never_reach_the_terminal(hostile: Path, command: list[
         assert b"\\u202e" in output
 
 
+@pytest.fixture
+def ended_hostile(hostile: Path) -> Path:
+    """The hostile recording, finished (``delete`` and ``prune`` pass over a live one)."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(hostile)) as db, db:
+        db.execute(
+            "UPDATE connection SET status = 'exited', exit_code = 0, ended_ns = started_ns + 1,"
+            " label = ?", (LABEL,),
+        )  # fmt: skip
+    return hostile
+
+
+LABEL = f"label{TITLE}{OSC52}{CLEAR}\u0085{BIDI}"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["delete", "last", "--dry-run"], ["prune", "--older-than", "0s", "--dry-run"],
+        ["export", "--format", "jsonl"], ["redact", "last"], ["search", "chunk"],
+        ["search", "-E", "chunk"], ["search", "chunk", "--json"],
+    ],
+    ids=" ".join,
+)  # fmt: skip
+def test_no_command_writes_recorded_controls_raw(ended_hostile: Path, command: list[str]) -> None:
+    output = on_pty(*command, "--db", str(ended_hostile))
+    assert output.strip()
+    assert unsafe(output) == []
+
+
+def test_a_label_from_an_imported_export_stays_visible(ended_hostile: Path, tmp_path: Path) -> None:
+    exported = tmp_path / "hostile.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "acp_proxy", "export", "--format", "jsonl", "-o", str(exported),
+         "--db", str(ended_hostile)], capture_output=True, timeout=30, check=True,
+    )  # fmt: skip
+    assert not done.stderr.strip()
+    imported = tmp_path / "imported.sqlite"
+    subprocess.run(
+        [sys.executable, "-m", "acp_proxy", "import", str(exported), "--db", str(imported)],
+        capture_output=True, timeout=30, check=True,
+    )  # fmt: skip
+    output = on_pty("delete", "last", "--dry-run", "--db", str(imported))
+    assert b"would delete" in output
+    assert unsafe(output) == []
+    assert b"\\x1b]52;c;cHduZWQ=\\x07" in output  # shown, visibly
+
+
+def test_jsonl_escapes_keep_every_stored_byte(ended_hostile: Path, tmp_path: Path) -> None:
+    """The export escapes controls the JSON way: imported back, every frame's bytes are equal."""
+    import sqlite3
+
+    exported = tmp_path / "hostile.jsonl"
+    subprocess.run(
+        [sys.executable, "-m", "acp_proxy", "export", "--format", "jsonl", "-o", str(exported),
+         "--db", str(ended_hostile)], capture_output=True, timeout=30, check=True,
+    )  # fmt: skip
+    assert unsafe(exported.read_bytes()) == []
+    imported = tmp_path / "imported.sqlite"
+    subprocess.run(
+        [sys.executable, "-m", "acp_proxy", "import", str(exported), "--db", str(imported)],
+        capture_output=True, timeout=30, check=True,
+    )  # fmt: skip
+
+    def stored(path: Path) -> tuple[list[tuple[bytes, ...]], str]:
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            frames = db.execute("SELECT raw FROM frame ORDER BY seq").fetchall()
+            return frames, db.execute("SELECT label FROM connection").fetchone()[0]
+
+    assert stored(imported) == stored(ended_hostile)
+    assert any(b"\xe2\x80\xae" in raw for (raw,) in stored(imported)[0])  # bidi kept, exact
+
+
 def test_a_shared_label_and_json_stay_exact(hostile: Path) -> None:
     """--json keeps every value (the escapes are JSON's own, read back as the characters)."""
     import json
@@ -191,6 +266,19 @@ def test_json_visible_keeps_the_value(value: str) -> None:
     document = json_visible(orjson.dumps({"v": value}).decode())
     assert json.loads(document) == {"v": value}
     assert not CONTROL.findall(document.encode())
+
+
+@given(st.text())
+def test_json_line_keeps_the_value(value: str) -> None:
+    import json
+
+    import orjson
+
+    from acp_proxy.display import json_line
+
+    document = json_line(orjson.dumps({"v": value}))
+    assert json.loads(document) == {"v": value}
+    assert not CONTROL.findall(document)
 
 
 @given(st.text(st.characters(blacklist_categories=["Cs", "Cc"])))

@@ -37,7 +37,7 @@ def drive(db: Path, mode: str, *options: str) -> subprocess.CompletedProcess[str
 def test_the_same_agent_matches(recorded: Path) -> None:
     done = drive(recorded, "same")
     assert done.returncode == 0, done.stderr
-    assert "matched 4 of 4 agent frame(s). No divergence." in done.stderr
+    assert "matched 4 of 4 agent frames. No divergence." in done.stderr
 
 
 @pytest.mark.parametrize(

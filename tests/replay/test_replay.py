@@ -365,5 +365,5 @@ def test_the_summary_says_why_it_ended_once() -> None:
     quiet = engine(NEVER_ANSWERED)
     play(quiet, client_frames(NEVER_ANSWERED))
     text = summary(quiet, "connection 2")
-    assert "left 1 request(s) unanswered, as the recording never answered them" in text
+    assert "left 1 request unanswered, as the recording never answered them" in text
     assert text.endswith("No divergence.")

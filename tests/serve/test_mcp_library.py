@@ -160,6 +160,70 @@ def test_a_missing_database_is_one_line(tmp_path: Path, capfd: pytest.CaptureFix
     assert capfd.readouterr().err.startswith("acp-proxy: no recording database at ")
 
 
+def test_a_search_scans_without_keeping_other_tools_waiting(db_path: Path) -> None:
+    """The scan runs on the search's own connection, outside the lock every other tool takes."""
+    import threading
+
+    from acp_proxy.store.readers import open_for_reading
+
+    write_recording(db_path, V1_CONVERSATION, label="one")
+    db, writable = open_for_search(db_path)
+    scanning, answered = threading.Event(), threading.Event()
+
+    def scanner() -> Any:
+        scanning.set()
+        assert answered.wait(30), "list_recordings waited for the search"
+        return open_for_reading(db_path)
+
+    lib = Library(Copies(db, None), MIN_MAX_BYTES, writable=writable, scanner=scanner)
+    found: list[dict[str, Any]] = []
+    search = threading.Thread(target=lambda: found.append(lib.search("Hello")))
+    search.start()
+    assert scanning.wait(30)
+    with lib.lock:  # as the server runs every other tool
+        listed = lib.list_recordings()
+    answered.set()
+    search.join(30)
+    assert [r["label"] for r in listed["recordings"]] == ["one"]
+    assert [h["seq"] for h in found[0]["hits"]] == [11]
+
+
+def test_patterns_re2_refuses_are_mistakes(db_path: Path) -> None:
+    write_recording(db_path, V1_CONVERSATION, label="one")
+    for pattern in (r"(a)\1", "(?=a)", "(?<!a)b", "("):
+        with pytest.raises(ToolMistake, match="RE2"):
+            library(db_path).search(pattern, regex=True)
+
+
+def test_a_result_still_holding_a_secret_is_withheld(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last gate: whatever a tool returns is verified, through the real MCP client."""
+    import asyncio
+
+    from mcp import Client
+
+    from acp_proxy.serve.mcp.server import build_server
+
+    write_recording(db_path, V1_CONVERSATION, label="one")
+    lib = library(db_path)
+    with pytest.raises(ToolMistake, match="withheld"):
+        lib.verified({"note": f"key {SECRET}"})
+    assert lib.verified({"note": "nothing"}) == {"note": "nothing"}
+    monkeypatch.setattr(lib, "method_stats", lambda ref: {"id": 1, "note": f"key {SECRET}"})
+
+    async def ask() -> Any:
+        async with Client(build_server(lib)) as client:
+            return await client.call_tool("method_stats", {"ref": "one"})
+
+    result = asyncio.run(ask())
+    assert result.is_error
+    said = " ".join(getattr(c, "text", "") for c in result.content)
+    assert "withheld" in said
+    assert SECRET not in said
+    assert SECRET not in str(result.structured_content)
+
+
 @pytest.mark.parametrize("text", ["é" * 5000, "\x01" * 5000, "😀a" * 3000, "plain " * 900])
 def test_cut_text_keeps_each_piece_within_its_bytes_and_loses_nothing(text: str) -> None:
     from acp_proxy.serve.mcp.bounds import size

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
+
+from tests.support.helpers import C2A, write_recording
+from tests.support.processes import acp_proxy as run_acp_proxy
 
 pytestmark = [pytest.mark.peers, pytest.mark.timeout(180)]
 
@@ -30,10 +32,7 @@ TOOLS = {
 
 
 def acp_proxy(*args: str, code: int | None = 0) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "acp_proxy", *args], capture_output=True, text=True, timeout=120,
-        check=False,
-    )  # fmt: skip
+    done = run_acp_proxy(*args, timeout=120)
     if code is not None:
         assert done.returncode == code, done.stderr
     return done.stdout
@@ -219,3 +218,122 @@ def test_bundles_and_exports_are_served_too(demo_db: Path, tmp_path: Path) -> No
     assert {h["connection"] for h in results[1]["hits"]} == {1, 2}
     assert results[2]["label"] == "two"
     assert SECRET not in json.dumps(results)
+
+
+BACKTRACKER = "(a+)+$"  # exponential for a backtracking engine on a line of a's and one '!'
+
+
+@pytest.fixture
+def backtracking_db(tmp_path: Path) -> Path:
+    db = tmp_path / "recordings.sqlite"
+    write_recording(db, [(C2A, b'{"x":"' + b"a" * 30 + b'!"}\n')], label="short")
+    return db
+
+
+@pytest.mark.timeout(60)
+def test_a_backtracking_regex_neither_freezes_search_nor_other_tools(
+    backtracking_db: Path,
+) -> None:
+    async def both() -> tuple[Any, Any]:
+        server = StdioServerParameters(
+            command=sys.executable, args=["-m", "acp_proxy", "mcp", "--db", str(backtracking_db)]
+        )
+        async with Client(server) as client:
+            search = asyncio.ensure_future(
+                client.call_tool("search", {"pattern": BACKTRACKER, "regex": True})
+            )
+            listed = await client.call_tool("list_recordings", {})
+            return await search, listed
+
+    searched, listed = asyncio.run(both())
+    assert not searched.is_error, searched.content
+    assert searched.structured_content["hits"] == []
+    assert [r["label"] for r in listed.structured_content["recordings"]] == ["short"]
+
+
+def test_a_pattern_re2_refuses_is_a_clear_tool_error(backtracking_db: Path) -> None:
+    async def ask() -> Any:
+        server = StdioServerParameters(
+            command=sys.executable, args=["-m", "acp_proxy", "mcp", "--db", str(backtracking_db)]
+        )
+        async with Client(server) as client:
+            return await client.call_tool("search", {"pattern": r"(a)\1", "regex": True})
+
+    result = asyncio.run(ask())
+    assert result.is_error
+    said = " ".join(getattr(c, "text", "") for c in result.content)
+    assert "backreferences" in said, said
+    assert "Traceback" not in said
+
+
+SESSION_WITH_TOKEN = f"sess-{SECRET}"
+HALF = len(SECRET) // 2
+
+
+def _leaky_recording(db: Path) -> None:
+    """A session id holding a token, and a token split over two message chunks."""
+    from tests.support.fixtures_acp import update
+    from tests.support.helpers import A2C, line
+
+    session = SESSION_WITH_TOKEN
+    write_recording(db, [
+        (C2A, line({"jsonrpc": "2.0", "id": 1, "method": "session/new",
+                    "params": {"cwd": "/w", "mcpServers": []}})),
+        (A2C, line({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": session}})),
+        (C2A, line({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {
+            "sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}})),
+        (A2C, update(session, {"sessionUpdate": "agent_message_chunk", "messageId": "m1",
+                               "content": {"type": "text", "text": f"use {SECRET[:HALF]}"}})),
+        (A2C, update(session, {"sessionUpdate": "agent_message_chunk", "messageId": "m1",
+                               "content": {"type": "text", "text": f"{SECRET[HALF:]} now"}})),
+        (A2C, line({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}})),
+    ], label="leaky")  # fmt: skip
+
+
+def test_no_column_and_no_joined_text_leaks_a_secret(tmp_path: Path) -> None:
+    db = tmp_path / "recordings.sqlite"
+    _leaky_recording(db)
+    calls: Calls = [
+        ("list_recordings", {}), ("recording_summary", {"ref": "leaky"}),
+        ("frames", {"ref": "leaky"}), ("frame", {"ref": "leaky", "seq": 6}),
+        ("conversation", {"ref": "leaky"}), ("search", {"pattern": "end_turn"}),
+        ("check", {"ref": "leaky"}), ("method_stats", {"ref": "leaky"}),
+        ("diff", {"a": "leaky", "b": "leaky"}),
+    ]  # fmt: skip
+    _, results, _ = call_all(["--db", str(db)], calls)
+    shown = json.dumps(results)
+    assert SECRET not in shown
+    summary, frames, conversation = results[1], results[2], results[4]
+    assert summary["sessions"][0]["session_id"] == "sess-[redacted:github-token:1]"
+    assert {f.get("session_id") for f in frames["frames"]} <= {
+        None, "sess-[redacted:github-token:1]"
+    }  # fmt: skip
+    assert "use [redacted:github-token:1] now" in conversation["markdown"]  # the same value
+    # Without redaction the same calls do hand the token over (or the test could not fail).
+    _, plain, _ = call_all(["--db", str(db), "--no-redact"], calls[1:3])
+    assert SESSION_WITH_TOKEN in json.dumps(plain)
+
+
+def test_every_tool_answers_on_json_nested_without_limit(tmp_path: Path) -> None:
+    from tests.support.helpers import line
+
+    db = tmp_path / "recordings.sqlite"
+    for levels in (300, 1000, 5000):
+        nested = "[" * levels + json.dumps(f"key {SECRET}") + "]" * levels
+        write_recording(db, [
+            (C2A, line({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                        "params": {"protocolVersion": 1}})),
+            (C2A, f'{{"jsonrpc":"2.0","method":"x/deep","params":{{"v":{nested}}}}}\n'.encode()),
+        ], label=f"d{levels}")  # fmt: skip
+    calls: Calls = [("list_recordings", {}), ("search", {"pattern": "key"})]
+    for ref in ("d300", "d1000", "d5000"):
+        calls += [
+            ("recording_summary", {"ref": ref}), ("frames", {"ref": ref}),
+            ("frame", {"ref": ref, "seq": 2}), ("conversation", {"ref": ref}),
+            ("check", {"ref": ref}), ("method_stats", {"ref": ref}),
+            ("diff", {"a": ref, "b": "d300"}),
+        ]  # fmt: skip
+    _, results, _ = call_all(["--db", str(db)], calls)
+    assert SECRET not in json.dumps(results)
+    frames = [r for r, (name, _) in zip(results, calls, strict=True) if name == "frames"]
+    assert all(f["frames"][1]["kind"] == "notification" for f in frames)

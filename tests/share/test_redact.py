@@ -322,3 +322,50 @@ def test_a_secret_behind_json_escapes_is_still_found(tmp_path: Path) -> None:
     _, after, _ = redacted(tmp_path, [(C2A, raw), (C2A, b'{"a":"\\/home\\/alice\\/x"}\n')])
     assert json.loads(after[0]["raw"])["params"]["t"] == "[redacted:api-key:1]"
     assert json.loads(after[1]["raw"]) == {"a": "/home/[redacted:user:1]/x"}
+
+
+def test_a_secret_only_in_a_column_is_redacted_there_too(tmp_path: Path) -> None:
+    """A response's session id comes from its request: the column holds what its bytes do not."""
+    token = SHAPES["github-classic"]
+    session = f"sess-{token}"
+    exchange = [
+        (C2A, request(1, "session/prompt", {"sessionId": session, "prompt": []})),
+        (A2C, line({"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}})),
+    ]
+    before, after, _ = redacted(tmp_path, exchange)
+    assert before[1]["session_id"] == session
+    assert token not in before[1]["raw"].decode()
+    assert after[1]["session_id"] == "sess-[redacted:github-token:1]"
+    assert after[1]["raw"] == before[1]["raw"]  # its bytes had nothing to change
+
+
+def test_a_token_split_over_two_chunks_is_redacted_in_the_bundle_transcript(
+    tmp_path: Path,
+) -> None:
+    import zipfile
+
+    token = SHAPES["github-classic"]
+    half = len(token) // 2
+
+    def chunk(text: str) -> bytes:
+        return line({"jsonrpc": "2.0", "method": "session/update", "params": {
+            "sessionId": "s1", "update": {"sessionUpdate": "agent_message_chunk",
+            "messageId": "m1", "content": {"type": "text", "text": text}}}})  # fmt: skip
+
+    db = tmp_path / "r.sqlite"
+    write_recording(db, [
+        (C2A, prompt(1, "hi")), (A2C, chunk(f"use {token[:half]}")),
+        (A2C, chunk(f"{token[half:]} now")),
+        (A2C, line({"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}})),
+    ], label="t")  # fmt: skip
+    bundle = tmp_path / "t.acpbundle"
+    # --force: as root, the schema cache path (/root/...) looks like the user name to verify.py.
+    result = CliRunner().invoke(
+        main, ["bundle", "t", "-o", str(bundle), "--db", str(db), "--force"],
+        env={"HOME": HOME, "USER": USER},
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    with zipfile.ZipFile(bundle) as opened:
+        transcript = opened.read("transcript.md").decode()
+    assert "use [redacted:github-token:1] now" in transcript
+    assert token not in transcript

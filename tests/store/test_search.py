@@ -239,3 +239,42 @@ def test_any_pattern_finds_the_frame_that_says_it(tmp_path_factory: pytest.TempP
     path = tmp_path_factory.mktemp("search") / "r.sqlite"
     _write(path, [(C2A, _update(text)), (A2C, _update("zzz"))])
     assert 1 in _seqs(path, text)
+
+
+def test_a_snippet_is_the_json_the_words_came_from(db_path: Path) -> None:
+    raw = b'{"jsonrpc":"2.0", "method":"session/update",'
+    raw += b'"params":{"t":"one\\ntwo Caf\\u00e9 bar ::"}}\n'
+    _write(db_path, [(A2C, raw)])
+    db = connect(db_path)
+    (hit,) = search(db, SearchQuery("two cafe"))
+    assert hit.snippet == (
+        '{"jsonrpc":"2.0","method":"session/update","params":{"t":"one\\n\x02two Café\x03 bar ::"}}'
+    )
+    (punctuation,) = search(db, SearchQuery("::"))  # no word: looked for as a substring
+    assert punctuation.snippet.endswith('"t":"one\\ntwo Café bar \x02::\x03"}}')
+
+
+def test_a_match_the_json_does_not_show_keeps_the_index_snippet(db_path: Path) -> None:
+    raw = b'{"jsonrpc":"2.0","method":"x","params":{"t":"' + b"a " * 40_000 + b'needle"}}\n'
+    _write(db_path, [(A2C, raw)])
+    (hit,) = search(connect(db_path), SearchQuery("needle"))
+    assert "\x02needle\x03" in hit.snippet
+    assert "jsonrpc" not in hit.snippet  # beyond what is looked at: the index's words
+
+
+@pytest.mark.timeout(30)
+def test_a_backtracking_pattern_takes_linear_time(db_path: Path) -> None:
+    """RE2: a pattern that backtracks exponentially in Python's re matches in linear time."""
+    write_recording(db_path, [
+        (C2A, b'{"x":"' + b"a" * 40 + b'!"}\n'), (C2A, b'{"x":"' + b"a" * 200_000 + b'"}\n'),
+    ])  # fmt: skip
+    assert _seqs(db_path, "(a+)+$", regex=True) == []
+    assert _seqs(db_path, '(a+)+"}$', regex=True) == [2]
+    assert _seqs(db_path, "(x|x)*y", regex=True) == []
+
+
+@pytest.mark.parametrize("pattern", [r"(a)\1", "(?=a)", "(?<=a)b", "a{1000}{1000}"])
+def test_what_re2_cannot_match_in_linear_time_is_refused(db_path: Path, pattern: str) -> None:
+    write_recording(db_path, [(C2A, b'{"x":"aab"}\n')])
+    with pytest.raises(BadPattern, match="RE2"):
+        _seqs(db_path, pattern, regex=True)

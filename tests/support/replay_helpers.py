@@ -9,7 +9,8 @@ from typing import Any
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.replay.engine import Options, Replay, Step
 from acp_proxy.replay.match import Matcher
-from acp_proxy.replay.script import RecordedFrame, build
+from acp_proxy.replay.script import build
+from acp_proxy.store.values import RecordedFrame
 from tests.support.helpers import observe_all
 
 Exchange = Sequence[tuple[Direction, bytes]]

@@ -10,6 +10,7 @@ Rules:
 from __future__ import annotations
 
 from acp_proxy.check.base import ERROR, Rule, RuleInfo
+from acp_proxy.plural import counted, noun
 
 
 class RecordingComplete(Rule):
@@ -28,7 +29,8 @@ class RecordingComplete(Rule):
         why = f": {losses.reason}" if losses.reason else ""
         self.report(
             None, None,
-            f"the recording is incomplete: {losses.frames} frames ({losses.size} bytes) were "
+            f"the recording is incomplete: {counted(losses.frames, 'frame')} "
+            f"({counted(losses.size, 'byte')}) {noun(losses.frames, 'was', 'were')} "
             f"not recorded{why}",
         )  # fmt: skip
 

@@ -22,7 +22,6 @@ from acp_proxy.protocol import acp
 
 _COMPACTION = "docs/rfds/session-compaction.mdx (Identity and lifecycle)"
 _SETUP = "v2/draft/session-setup.mdx (Resuming Sessions)"
-_COMPACTION_KINDS = frozenset({"compaction_update", "compaction_summary_chunk"})
 TERMINAL = "ended"
 V2_HISTORY = MESSAGE_KINDS | frozenset(
     {"tool_call_update", "tool_call_content_chunk", "plan_update", "terminal_update",
@@ -56,7 +55,7 @@ class _Compaction(Rule):
     """Shared bookkeeping: the lifecycle state of each compaction id, per session."""
 
     methods = frozenset({acp.SESSION_UPDATE})
-    update_kinds = _COMPACTION_KINDS
+    update_kinds = acp.COMPACTION_KINDS
 
     def __init__(self, context: Context) -> None:
         super().__init__(context)

@@ -16,8 +16,6 @@ import html
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import orjson
-
 from acp_proxy.display import visible
 from acp_proxy.inspect.render import words as present
 from acp_proxy.inspect.render.text import preview
@@ -37,6 +35,7 @@ from acp_proxy.inspect.transcript.values import (
     TurnMark,
     UnknownUpdate,
 )
+from acp_proxy.protocol.decode import json_or_none
 from acp_proxy.store.values import ConnectionRow, FrameRow
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
@@ -199,29 +198,17 @@ def _item(session: SessionView, item: Item) -> str:
             _text(f"{item.title}: {item.description or ''}"),
         )
     if isinstance(item, Terminal):
-        return _box(
-            "tool",
-            f"Terminal {_e(item.terminal_id)}",
-            f"<pre>{_e(item.output.decode(errors='replace'))}</pre>",
-        )
+        output = _pre(item.output.decode(errors="replace"))
+        return _box("tool", f"Terminal {_e(item.terminal_id)}", output)
     if isinstance(item, Compaction):
-        return _box(
-            "thought",
-            f"Compaction {_e(item.compaction_id)}: {_e(item.status or '?')}",
-            _text(present.content_text(item.summary)),
-        )
+        title = f"Compaction {_e(item.compaction_id)}: {_e(item.status or '?')}"
+        return _box("thought", title, _text(present.content_text(item.summary)))
     if isinstance(item, Subagent):
-        return _box(
-            "tool",
-            f"Subagent {_e(item.session_id)}",
-            f"<pre>{_e(present.to_json(dict(item.fields), pretty=True))}</pre>",
-        )
+        fields = _pre(present.to_json(dict(item.fields), pretty=True))
+        return _box("tool", f"Subagent {_e(item.session_id)}", fields)
     if isinstance(item, UnknownUpdate):
-        return _box(
-            "thought",
-            f"Update {_e(item.kind)} (kept verbatim)",
-            f"<pre>{_e(present.to_json(item.update, pretty=True))}</pre>",
-        )
+        update = _pre(present.to_json(item.update, pretty=True))
+        return _box("thought", f"Update {_e(item.kind)} (kept verbatim)", update)
     if isinstance(item, Call):
         outcome = (
             "error" if item.error is not None else ("sent" if item.notification else "answered")
@@ -232,15 +219,20 @@ def _item(session: SessionView, item: Item) -> str:
     return ""
 
 
+def _pre(text: str) -> str:
+    return f"<pre>{_e(text)}</pre>"
+
+
 def _frame(frame: FrameRow, first_ns: int | None) -> str:
     elapsed = "" if first_ns is None else f"{(frame.mono_ns - first_ns) / 1e6:.1f} ms"
     what = [_e(frame.update_kind or ""), _e(frame.stop_reason or ""), _e(preview(frame))]
     if frame.latency_ns is not None:
         what.insert(0, f"({_e(present.duration(frame.latency_ns))})")
-    try:
-        body = present.to_json(orjson.loads(frame.raw), pretty=True)
-    except ValueError:
+    value = json_or_none(frame.raw)
+    if value is None and frame.raw.strip() != b"null":  # not JSON, or too deep: the bytes
         body = frame.raw.decode(errors="replace")
+    else:
+        body = present.to_json(value, pretty=True)
     return (
         f'<tr id="f{frame.seq}" class="{_e(frame.direction)}">'
         f"<td>{frame.seq}</td><td>{elapsed}</td>"

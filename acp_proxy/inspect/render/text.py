@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -21,9 +21,12 @@ from acp_proxy.display import json_visible, visible
 from acp_proxy.inspect.render import words as present
 from acp_proxy.inspect.render.preview import cut, frame_preview, one_line
 from acp_proxy.inspect.render.style import style
-from acp_proxy.inspect.transcript.values import PromptTurn
+from acp_proxy.plural import counted, noun
 from acp_proxy.protocol.decode import json_or_none
 from acp_proxy.store.values import ConnectionRow, FrameRow
+
+if TYPE_CHECKING:
+    from acp_proxy.inspect.transcript.values import PromptTurn
 
 PREVIEW = 100
 MIN_PREVIEW = 8  # narrower than this, a preview says nothing: the line goes without
@@ -130,17 +133,32 @@ def connection_line(
     label = f" {style(visible(row.label), fg='cyan')}" if row.label else ""
     ending = row.ending
     ending_style = style(visible(ending), fg="green" if ending in ("exit 0", "running") else "red")
-    problems = style(f", {errors} errors", fg="red") if errors else ""
+    problems = style(f", {counted(errors, 'error')}", fg="red") if errors else ""
     if incomplete(row):
-        problems += style(f", incomplete: {row.frames_lost} frames lost", fg="red")
+        problems += style(f", incomplete: {counted(row.frames_lost, 'frame')} lost", fg="red")
+    carried = transport_words(row)
+    carried = f"{style(visible(carried), fg='magenta')}  " if carried else ""
+    agent = present.peer(row.agent_info, row.argv)
+    if row.remote_url and not isinstance(row.agent_info, dict):
+        agent = row.remote_url  # a remote agent that sent no agentInfo is named by its URL
     return (
         f"{style(str(row.id), bold=True):>4}{label}  {present.wall(row.started_ns)}  "
-        f"{visible(present.peer(row.agent_info, row.argv))} <- "
+        f"{visible(agent)} <- "
         f"{visible(present.peer(row.client_info, row.client_argv))}  "
-        f"v{row.protocol_version if row.protocol_version is not None else '?'}  "
-        f"{frames} frames  {prompts} turns  {present.duration(duration_ns)}  "
+        f"v{row.protocol_version if row.protocol_version is not None else '?'}  {carried}"
+        f"{counted(frames, 'frame')}  {counted(prompts, 'turn')}  {present.duration(duration_ns)}  "
         f"{ending_style}{problems}"
     )
+
+
+def transport_words(row: ConnectionRow) -> str:
+    """How a connection was carried, in words; "" for a plain stdio one."""
+    if row.remote:
+        source = f" from {row.client_address}" if row.client_address else ""
+        return f"{row.transport}{source}"
+    if row.remote_url:
+        return "stdio bridge"
+    return ""
 
 
 def incomplete(row: ConnectionRow) -> bool:
@@ -151,8 +169,9 @@ def incomplete(row: ConnectionRow) -> bool:
 def incomplete_note(row: ConnectionRow) -> str:
     """One line saying what an incomplete recording lost and why (control characters shown)."""
     why = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in row.error or "")
-    return f"connection {row.id} is incomplete: {row.frames_lost} frames were not recorded" + (
-        f" ({why})" if why else ""
+    return (
+        f"connection {row.id} is incomplete: {counted(row.frames_lost, 'frame')} "
+        f"{noun(row.frames_lost, 'was', 'were')} not recorded" + (f" ({why})" if why else "")
     )
 
 

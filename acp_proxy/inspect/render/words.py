@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 
+from acp_proxy.protocol.depth import DEEP_MARK
+
 PLAN_MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
 
 
@@ -41,12 +43,93 @@ def wall(ns: int | None) -> str:
 
 COMMAND_WIDTH = 40
 
+# Programs that run another program named in their arguments: the interpreters and package
+# runners agents are started with. Each maps to the words that may follow it before the
+# program (``uv run``), and the options among its own that take a value after a space.
+_INTERPRETERS = {
+    "python": ((), ("-X", "-W", "-Q")), "node": ((), ("-r", "--require", "--import", "--loader")),
+    "bun": (("run", "x"), ()), "deno": (("run",), ()), "ruby": ((), ("-I", "-r")),
+    "perl": ((), ("-I", "-M")), "php": ((), ("-d", "-c")), "tsx": ((), ()), "ts-node": ((), ()),
+    "sh": ((), ()), "bash": ((), ()), "env": ((), ("-u", "-C", "-S")),
+    "uv": (("run", "tool"), ("--with", "--python", "-p", "--project", "--directory", "--from")),
+    "uvx": ((), ("--with", "--python", "-p", "--from")), "npx": ((), ("-p", "--package")),
+    "pnpm": (("dlx", "exec"), ()), "yarn": (("dlx", "exec"), ()), "bunx": ((), ()),
+    "pipx": (("run",), ("--spec",)), "poetry": (("run",), ()), "nix": (("run",), ()),
+}  # fmt: skip
+_GENERIC_NAMES = {"index", "main", "__main__", "cli", "run", "start", "server", "agent"}
+_CODE_OPTIONS = ("-c", "-e", "--eval", "-p", "--print")  # the program is the code itself
+_MODULE_OPTIONS = ("-m",)  # python -m MODULE: the module is the program
+
+
+def _interpreter(word: str) -> str | None:
+    """``python3.11`` -> ``python``; None when ``word`` runs no program named after it."""
+    name = word.rsplit("/", 1)[-1].removesuffix(".exe")
+    for known in _INTERPRETERS:
+        if name == known or (known == "python" and name.startswith("python")):
+            return known
+    return None
+
+
+def program(argv: Any) -> list[str]:
+    """The words of a command line from the program a person would name (see ``command``).
+
+    Interpreters and package runners are passed over, with their own options, to the script,
+    module or package they run: ``python -u examples/echo_agent.py`` is ``echo_agent.py``,
+    ``uv run --with x python -m agent`` is ``agent``, ``npx -y @google/gemini-cli`` is
+    ``@google/gemini-cli``. What cannot be told apart is left as it is.
+    """
+    words = [str(word) for word in argv]
+    at = 0
+    while at < len(words):
+        known = _interpreter(words[at])
+        if known is None:
+            break
+        subcommands, valued = _INTERPRETERS[known]
+        rest = at + 1
+        if rest < len(words) and words[rest] in subcommands:
+            rest += 1
+        while rest < len(words):
+            word = words[rest]
+            if known == "env" and "=" in word and not word.startswith("-"):
+                rest += 1
+            elif word in _MODULE_OPTIONS and known == "python" and rest + 1 < len(words):
+                return [words[rest + 1], *words[rest + 2 :]]
+            elif word in _CODE_OPTIONS and known not in ("env", "uv", "uvx", "npx"):
+                return words[at:]  # the program is inline code: the command as it is
+            elif word in valued:
+                rest += 2
+            elif word.startswith("-") and word != "-":
+                rest += 1
+            else:
+                break
+        if rest >= len(words):
+            return words[at:]
+        at = rest
+    if at >= len(words):
+        return words
+    return [_short_path(words[at]), *words[at + 1 :]]
+
+
+def _short_path(path: str) -> str:
+    """A script's file name; with its folder when the name alone says little (``index.js``)."""
+    if "/" not in path or path.startswith("@"):
+        return path
+    parts = [part for part in path.split("/") if part]
+    if not parts:
+        return path
+    if len(parts) > 1 and parts[-1].split(".", 1)[0] in _GENERIC_NAMES:
+        return "/".join(parts[-2:])
+    return parts[-1]
+
 
 def command(argv: Any, width: int = COMMAND_WIDTH) -> str:
-    """A recorded command line, short: the program's file name, then its arguments, cut."""
+    """A recorded command line, short: the program's file name, then its arguments, cut.
+
+    The program is the one ``program`` names: a script rather than its interpreter.
+    """
     if not isinstance(argv, list | tuple) or not argv:
         return ""
-    words = [str(argv[0]).rsplit("/", 1)[-1], *(str(a) for a in argv[1:])]
+    words = program(argv)
     text = " ".join(" ".join(w.split()) or "''" for w in words)
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -67,8 +150,8 @@ def to_json(value: Any, *, pretty: bool = False) -> str:
     option = orjson.OPT_INDENT_2 if pretty else 0
     try:
         return orjson.dumps(value, option=option).decode()
-    except TypeError:
-        return repr(value)
+    except TypeError:  # nested deeper than orjson writes: repr would recurse as deep
+        return DEEP_MARK
 
 
 def block_text(block: Any) -> str:

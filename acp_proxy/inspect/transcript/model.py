@@ -6,8 +6,8 @@ Rules:
   ``FrameRecord``, a stored row). What each message is, and which request a response answers,
   comes from the observer (protocol/observer.py), run over the frames' bytes: the same verdict
   as the stored columns, so batches (v2) are handled entry by entry.
-- ``view()`` returns frozen values (transcript_values.py). Entities follow
-  transcript_entities.py. Peer input never raises; what is not JSON-RPC becomes ``Malformed``.
+- ``view()`` returns frozen values (values.py). Entities follow entities.py. Peer input
+  never raises; what is not JSON-RPC becomes ``Malformed``.
 - Protocol v1: the ``session/prompt`` request is the user's message and its response ends the
   turn with ``stopReason``. Chunks without ``messageId`` append to the newest entry when that is
   an id-less message of the same role in the same turn; otherwise they start a new message.

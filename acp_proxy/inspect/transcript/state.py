@@ -1,10 +1,10 @@
 """Sans-I/O mutable state of the transcript model: a session's timeline, turns and settings.
 
 Rules:
-- Only ``transcript.py`` changes these; ``view()`` freezes them into transcript_values.
+- Only ``model.py`` changes these; ``view()`` freezes them into transcript.values.
 - A timeline keeps items in first-seen order; replacing an item keeps its place.
 - ``appended`` holds what chunks added to entities since they were last settled
-  (transcript_entities.py); ``view()`` settles them first, so a view is always whole.
+  (inspect/transcript/entities.py); ``view()`` settles them first, so a view is always whole.
 """
 
 from __future__ import annotations

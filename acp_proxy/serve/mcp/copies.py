@@ -10,6 +10,11 @@ Rules:
   home folder and user name, plus the shapes of known tokens).
 - A copy keeps its source's ``seq`` numbers; its connection id is its own, so callers name
   connections by the source's id (``source_id``).
+- Text the tools build from several frames (a conversation joins message chunks, so a
+  secret split over two chunks appears whole only there) passes the copy's own ``Redactor``
+  again (``redact_text``): the same placeholders, numbered on.
+- ``leaks`` is the last gate: a tool's result, as JSON, through the verifier (the detectors
+  run afresh, share/verify.py). What it finds is withheld, never returned.
 - Without redaction (``--no-redact``) the source itself is handed out.
 """
 
@@ -20,10 +25,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from acp_proxy.share.redact import Redactor
 from acp_proxy.share.redaction_io import redacted_export
 from acp_proxy.share.secrets import Finder
-from acp_proxy.share.verify import Verifier
+from acp_proxy.share.verify import Leak, Verifier
 from acp_proxy.store import readers as store_read
 from acp_proxy.store.database import connect
 from acp_proxy.store.importer import import_jsonl
@@ -40,6 +47,7 @@ class Copies:
         self._db: store_read.Database | None = None
         self._ids: dict[int, int] = {}
         self._indexed: set[int] = set()
+        self._redactors: dict[int, Redactor] = {}  # the redactor of each copy, by source id
 
     @property
     def redacting(self) -> bool:
@@ -52,9 +60,19 @@ class Copies:
             Redactor(self._finder).connection(record)
         return record
 
-    def redact_text(self, text: str) -> str:
-        """A piece of recorded text (a session id, a label) through the detectors."""
-        return text if self._finder is None else Redactor(self._finder).text(text)
+    def redact_text(self, text: str, connection_id: int | None = None) -> str:
+        """Recorded text (a session id, a label, a conversation) through the detectors: those
+        of ``connection_id``'s copy (its placeholders) when it has one."""
+        if self._finder is None:
+            return text
+        redactor = self._redactors.get(connection_id) if connection_id is not None else None
+        return (redactor or Redactor(self._finder)).text(text)
+
+    def leaks(self, result: Any) -> list[Leak]:
+        """What in a tool's result still looks secret (nothing, without redaction)."""
+        if self._finder is None:
+            return []
+        return Verifier(self._finder).json_document("result", orjson.dumps(result))
 
     def view(self, connection_id: int) -> tuple[store_read.Database, int]:
         """The database and connection id to read ``connection_id`` of the source through."""
@@ -71,9 +89,10 @@ class Copies:
             self._folder = Path(tempfile.mkdtemp(prefix="acp-proxy-mcp-"))
         path = self._folder / "redacted.sqlite"
         spool = self._folder / f"export-{connection_id}.jsonl"
+        redactor = self._redactors[connection_id] = Redactor(finder)
         try:
             with spool.open("wb") as out:
-                redacted_export(self.source, connection_id, Redactor(finder), Verifier(finder), out)
+                redacted_export(self.source, connection_id, redactor, Verifier(finder), out)
             with spool.open("rb") as lines:
                 copied = import_jsonl(path, lines)[0]
         finally:

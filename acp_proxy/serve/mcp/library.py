@@ -7,17 +7,23 @@ Rules:
 - The same code as the commands: frames as ``show --json`` writes them, findings as
   ``check --format json``, divergences as ``diff --format json``, latency from
   ``protocol.latency`` (nearest-rank percentiles), transcripts as ``export --format markdown``.
+- Every result is verified before it leaves (``verified``: the redaction detectors run
+  afresh on it); one that still holds something secret-looking is withheld.
 - Every result fits in ``max_bytes`` of JSON (bounds.py): lists are paged (a ``next`` value to
   pass back as the cursor), long texts are cut (an ``offset`` to continue at).
 - A mistake of the caller (an unknown REF, a bad pattern or rule) is a ``ToolMistake`` with a
   sentence saying what to do instead.
+- One tool at a time reads the shared connections (``lock``); a search scans the recordings
+  on a connection of its own (``scanner``) without it, so a long search never keeps the
+  other tools waiting. Regular expressions are RE2's (linear time, store/search.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
@@ -27,14 +33,16 @@ from acp_proxy.inspect.render.hits import hit_record
 from acp_proxy.inspect.render.text import frame_json
 from acp_proxy.inspect.render.words import wall
 from acp_proxy.inspect.since import since_ns
+from acp_proxy.plural import counted
 from acp_proxy.protocol.decode import column_value, json_object
 from acp_proxy.protocol.latency import by_method
 from acp_proxy.serve.mcp.bounds import cut_text, fit_items, shrink_value, size
 from acp_proxy.serve.mcp.copies import Copies
 from acp_proxy.store import readers as store_read
 from acp_proxy.store.refs import Scope, connection_scope, resolve_ref, scope
-from acp_proxy.store.search import SearchQuery, catch_up, index_state
+from acp_proxy.store.search import SearchQuery, catch_up, compile_pattern, index_state
 from acp_proxy.store.search import search as run_search
+from acp_proxy.store.values import Hit
 
 MAX_PAGE = 200
 SEARCH_SCAN = 2000  # source hits looked at per call when redacting (a redacted hit may vanish)
@@ -51,8 +59,13 @@ def _json(text: str) -> Any:
 class Library:
     """The recordings of one database, as the MCP tools see them."""
 
-    def __init__(self, copies: Copies, max_bytes: int, *, writable: bool) -> None:
+    def __init__(
+        self, copies: Copies, max_bytes: int, *, writable: bool,
+        scanner: Callable[[], store_read.Database] | None = None,
+    ) -> None:  # fmt: skip
         self.copies = copies
+        self.lock = threading.Lock()  # one tool at a time on the shared connections
+        self._scanner = scanner  # a connection of its own for a search's scan
         self.source = copies.source
         self.max_bytes = max_bytes
         self._writable = writable
@@ -73,6 +86,17 @@ class Library:
         if not isinstance(info, dict):
             return None
         return {k: info.get(k) for k in ("name", "title", "version") if k in info}
+
+    def verified(self, result: dict[str, Any]) -> dict[str, Any]:
+        """``result`` if nothing in it looks secret; else a ``ToolMistake`` (never the secret)."""
+        leaks = self.copies.leaks(result)
+        if leaks:
+            where = ", ".join(sorted({f"{leak.kind} at {leak.where}" for leak in leaks})[:3])
+            raise ToolMistake(
+                f"result withheld: {len(leaks)} thing(s) in it still look secret ({where}); "
+                "ask for less (a narrower filter, another page) and report this as a bug"
+            )
+        return result
 
     # --- list_recordings -----------------------------------------------------------------
 
@@ -259,20 +283,29 @@ class Library:
         direction: str | None = None, since: str | None = None, limit: int = 20,
         after: int = 0,
     ) -> dict[str, Any]:  # fmt: skip
-        """Frames matching ``pattern`` across recordings, in recorded order, paged by ``after``."""
-        ids = sorted({self._id(r) for r in refs}) if refs else None
+        """Frames matching ``pattern`` across recordings, in recorded order, paged by ``after``.
+
+        The scan of the recordings, the long part, holds no lock when the library has a
+        ``scanner``: other tools answer meanwhile. Refs, the index and the redacted copies are
+        shared, so those steps take ``lock``.
+        """
         try:
             since_value = None if since is None else since_ns(since, time.time_ns())
         except ValueError as error:
             raise ToolMistake(str(error)) from error
-        note = self._index()
         limit = self._limit(limit)
+        with self.lock:
+            ids = sorted({self._id(r) for r in refs}) if refs else None
+            note = self._index()
         query = SearchQuery(
             pattern, regex=regex, ignore_case=ignore_case, connections=ids, method=method,
             direction=direction, since_ns=since_value, after=after,
         )  # fmt: skip
         try:
-            hits, more, resume = self._hits(query, limit)
+            compile_pattern(query)
+            found = self._scan(query, limit)
+            with self.lock:
+                hits, more, resume = self._hits(query, found, limit)
         except AcpProxyError as error:
             raise ToolMistake(str(error)) from error
         result: dict[str, Any] = {
@@ -289,13 +322,28 @@ class Library:
             page["truncated"] = True
         return page
 
-    def _hits(self, query: SearchQuery, limit: int) -> tuple[list[dict[str, Any]], bool, int]:
-        """Up to ``limit`` hits (confirmed in the redacted copies when redacting)."""
+    def _scan(self, query: SearchQuery, limit: int) -> list[Hit]:
+        """The source's hits a page can need: ``limit`` and one more, or when redacting (a
+        hit may vanish in the copy) up to ``SEARCH_SCAN``."""
+        wanted = SEARCH_SCAN if self.copies.redacting else limit + 1
+        scan = dataclasses.replace(query, limit=wanted)
+        if self._scanner is None:
+            with self.lock:
+                return list(run_search(self.source, scan))
+        db = self._scanner()
+        try:
+            return list(run_search(db, scan))
+        finally:
+            db.close()
+
+    def _hits(
+        self, query: SearchQuery, found: list[Hit], limit: int
+    ) -> tuple[list[dict[str, Any]], bool, int]:
+        """Up to ``limit`` hits of ``found`` (confirmed in the redacted copies when redacting),
+        whether there are more, and where the next page starts."""
         out: list[dict[str, Any]] = []
         last = query.after
-        scan = query if not self.copies.redacting else dataclasses.replace(query, limit=None)
-        for looked, hit in enumerate(run_search(self.source, scan), start=1):
-            last = hit.frame_id
+        for hit in found:
             shown = hit if not self.copies.redacting else self._confirmed(query, hit)
             if shown is not None:
                 if len(out) == limit:
@@ -303,13 +351,9 @@ class Library:
                 record = hit_record(shown, hit.connection_id)
                 record["_after"] = hit.frame_id
                 out.append(record)
-            if self.copies.redacting and looked >= SEARCH_SCAN and len(out) < limit:
-                return out, True, last
-            if not self.copies.redacting and len(out) == limit:
-                more = next(iter(run_search(self.source, dataclasses.replace(
-                    query, after=hit.frame_id, limit=1))), None) is not None  # fmt: skip
-                return out, more, last
-        return out, False, last
+            last = hit.frame_id
+        more = self.copies.redacting and len(found) >= SEARCH_SCAN
+        return out, more, last
 
     def _confirmed(self, query: SearchQuery, hit: Any) -> Any:
         """The hit as its redacted copy has it, or None if the match was in redacted text."""
@@ -331,7 +375,9 @@ class Library:
             catch_up(self.source, state)
         self._indexed = True
         if state.pending and not self._writable:
-            return f"{state.pending} frames are not indexed (read-only database): not searched"
+            return (
+                f"{counted(state.pending, 'frame')} not indexed (read-only database): not searched"
+            )
         return None
 
     # --- check, diff ---------------------------------------------------------------------
@@ -378,7 +424,9 @@ class Library:
                 note = f"schemas not installed, ACP000 (schema validation) not run: {error}"
         checked = [check_scope(db, connection_scope(db, cid), book, rules)]
         document: dict[str, Any] = _json(
-            render_json(checked, sorted(rules), book.source if book else None)
+            render_json(
+                checked, sorted(rules), self.copies.redact_text(book.source) if book else None
+            )
         )
         if note:
             document["note"] = note
@@ -430,7 +478,7 @@ class Library:
                     f"{len(turns)} (or leave it out for the whole conversation)"
                 )
             view = _one_turn(view, turns[turn - 1])
-        text = render_markdown(view, row)
+        text = self.copies.redact_text(render_markdown(view, row), source_id)
         piece, next_offset = cut_text(text, offset, max(self.max_bytes // 2, 1024))
         return {
             "id": source_id, "turn": turn, "turns": len(turns), "markdown": piece,

@@ -4,17 +4,18 @@ Rules:
 - The only module that imports ``mcp``. Each tool is a thin call into ``Library``; a
   ``ToolMistake`` becomes the SDK's ``ToolError`` (an error result the model reads), anything
   else the SDK's generic failure (logged on stderr, never shown to the model).
+- Every result passes ``Library.verified`` (redaction checked afresh) before it is returned.
 - Every tool is annotated read-only, idempotent, not destructive and closed-world.
-- Tool calls run one at a time (the SDK runs plain functions on worker threads; the
-  recordings' SQLite connections are not shared between concurrent calls).
+- Tools run on the SDK's worker threads, never on its event loop. They read the shared
+  SQLite connections one at a time (``Library.lock``); ``search`` takes that lock itself
+  only around its short steps, so other tools answer while it scans.
 - ``INSTRUCTIONS`` tell a model where to start and how references, paging and redaction work.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -23,8 +24,6 @@ from pydantic import Field
 
 from acp_proxy import __version__
 from acp_proxy.serve.mcp.library import Library, ToolMistake
-
-T = TypeVar("T")
 
 INSTRUCTIONS = """\
 Recordings of Agent Client Protocol (ACP) conversations between a client (an editor) and a
@@ -68,12 +67,14 @@ KIND = (
     "request, notification, response, error, stderr, or an update kind such as tool_call or "
     "agent_message_chunk."
 )
-REGEX = "pattern is a regular expression, matched against the raw JSON line."
+REGEX = (
+    "pattern is a regular expression (RE2 syntax: no backreferences or lookaround), matched "
+    "against the raw JSON line."
+)
 
 
 def build_server(library: Library) -> MCPServer:
     """An MCP server whose tools read ``library``."""
-    lock = threading.Lock()
     redaction = REDACTED if library.copies.redacting else NOT_REDACTED
     server: MCPServer = MCPServer(
         name="acp-proxy",
@@ -83,12 +84,14 @@ def build_server(library: Library) -> MCPServer:
         log_level="WARNING",
     )
 
-    def call(work: Callable[[], T]) -> T:
-        with lock:
-            try:
-                return work()
-            except ToolMistake as error:
-                raise ToolError(str(error)) from error
+    def call(work: Callable[[], Result], *, exclusive: bool = True) -> Result:
+        try:
+            if not exclusive:
+                return library.verified(work())
+            with library.lock:
+                return library.verified(work())
+        except ToolMistake as error:
+            raise ToolError(str(error)) from error
 
     def tool(title: str) -> Callable[[Callable[..., Result]], Callable[..., Result]]:
         return server.tool(title=title, annotations=READ_ONLY, structured_output=True)
@@ -155,7 +158,8 @@ def build_server(library: Library) -> MCPServer:
         return call(
             lambda: library.search(
                 pattern, regex, ignore_case, refs, method, direction, since, limit, after
-            )
+            ),
+            exclusive=False,
         )
 
     @tool("Spec findings")
