@@ -44,6 +44,8 @@ def require_ours(db: sqlite3.Connection, path: Path, newest: int, *, readonly: b
     objects = int(db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0])
     if version == 0 and objects == 0 and not readonly:
         return  # new: ours to create
+    if version == 0 and objects == 0:
+        raise UnreadableRecording(f"{path} is not an acp-proxy recording database (it is empty)")
     if version == 0 or not _has_recording_tables(db):
         raise UnreadableRecording(
             f"{path} is not an acp-proxy recording database (another program's file?); "
