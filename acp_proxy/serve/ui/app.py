@@ -550,7 +550,7 @@ def _metadata_diff(inspector: Inspector, ids: list[int]) -> list[dict[str, Any]]
 
 
 def _latency_deltas(db: Any, ids: list[int]) -> list[dict[str, Any]]:
-    """Per method and direction: count, p50 and p99 in A and B (``protocol.latency``)."""
+    """Per method and direction: count, p50, p95 and p99 in A and B (``protocol.latency``)."""
     from acp_proxy.protocol.latency import by_method
 
     tables = [{(m.method, m.direction): m for m in by_method(store_read.calls(db, cid))}
@@ -563,6 +563,7 @@ def _latency_deltas(db: Any, ids: list[int]) -> list[dict[str, Any]]:
         for name, side in (("a", a), ("b", b)):
             row[f"{name}_count"] = side.count if side else 0
             row[f"{name}_p50_ns"] = side.p50_ns if side else None
+            row[f"{name}_p95_ns"] = side.p95_ns if side else None
             row[f"{name}_p99_ns"] = side.p99_ns if side else None
         rows.append(row)
     return rows
