@@ -130,6 +130,40 @@ class FrameLike(Protocol):
     def raw(self) -> Raw: ...
 
 
+class StoredFrameLike(Protocol):
+    """A frame with the columns it is stored with: ``FrameRecord`` (the recorder's) and
+    ``store.values.FrameRow`` (a reader's) both are one; OpenTelemetry export reads it."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def direction(self) -> str: ...
+    @property
+    def wall_ns(self) -> int: ...
+    @property
+    def raw(self) -> bytes | bytearray: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def rpc_id(self) -> Any: ...
+    @property
+    def method(self) -> str | None: ...
+    @property
+    def request_seq(self) -> int | None: ...
+    @property
+    def session_id(self) -> str | None: ...
+    @property
+    def update_kind(self) -> str | None: ...
+    @property
+    def tool_call_id(self) -> str | None: ...
+    @property
+    def error_code(self) -> int | None: ...
+    @property
+    def stop_reason(self) -> str | None: ...
+    @property
+    def message_id(self) -> str | None: ...
+
+
 class Event(NamedTuple):
     """One JSON-RPC message of a frame (a batch gives one per entry), as the observer reads it.
 
@@ -300,18 +334,10 @@ class ConnectionObserver:
                     if type(update) is dict:
                         # Inlined type checks: this branch runs for nearly every frame.
                         get = update.get
-                        update_kind = get("sessionUpdate")
-                        if type(update_kind) is not str:
-                            update_kind = None
-                        message_id = get("messageId")
-                        if type(message_id) is not str:
-                            message_id = None
-                        tool_call_id = get("toolCallId")
-                        if type(tool_call_id) is not str:
-                            tool_call_id = None
-                        stop_reason = get("stopReason")
-                        if type(stop_reason) is not str:
-                            stop_reason = None
+                        update_kind = v if type(v := get("sessionUpdate")) is str else None
+                        message_id = v if type(v := get("messageId")) is str else None
+                        tool_call_id = v if type(v := get("toolCallId")) is str else None
+                        stop_reason = v if type(v := get("stopReason")) is str else None
                     else:
                         update = None
                 elif method == acp.REQUEST_PERMISSION:
