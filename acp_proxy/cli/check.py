@@ -12,8 +12,10 @@ Rules:
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -26,6 +28,10 @@ from acp_proxy.check.schema_files import (
 )
 from acp_proxy.cli.main import db_option, open_ref, report, resolve_db
 from acp_proxy.errors import AcpProxyError
+
+if TYPE_CHECKING:
+    from acp_proxy.check.budgets import Budget
+    from acp_proxy.check.report import Checked
 
 EXIT_FOUND, EXIT_USAGE = 1, 2
 
@@ -40,8 +46,15 @@ def _fail(error: AcpProxyError) -> None:
 @click.argument("refs", nargs=-1, metavar="[REF]...")
 @click.option("--all", "every", is_flag=True, help="Check every connection in the database.")
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json", "junit"]), default="text",
-    show_default=True, help="Report format (junit: JUnit XML for CI systems).",
+    "--format", "fmt", type=click.Choice(["text", "json", "junit", "sarif"]), default="text",
+    show_default=True,
+    help="Report format (junit: JUnit XML for CI systems; sarif: SARIF 2.1.0 for code scanning).",
+)  # fmt: skip
+@click.option(
+    "--max-latency", "budgets", multiple=True, metavar="BUDGET",
+    help="Fail (rule LAT001) when a method's latency is over BUDGET: METHOD=pN:DURATION or "
+    "METHOD=max:DURATION, e.g. 'session/prompt=p99:30s', 'fs/*=max:500ms' (repeatable; "
+    "latency as `stats --by-method` measures it).",
 )  # fmt: skip
 @click.option("--select", multiple=True, metavar="RULE", help="Run only these rules (or prefixes).")
 @click.option("--ignore", multiple=True, metavar="RULE", help="Skip these rules (or prefixes).")
@@ -50,17 +63,23 @@ def _fail(error: AcpProxyError) -> None:
     show_envvar=True, help="Folder with v1/ and v2/ schemas [default: newest `schemas fetch`].",
 )  # fmt: skip
 def check(
-    db: Path | None, refs: tuple[str, ...], every: bool, fmt: str, select: tuple[str, ...],
-    ignore: tuple[str, ...], schema_dir: Path | None,
+    db: Path | None, refs: tuple[str, ...], every: bool, fmt: str, budgets: tuple[str, ...],
+    select: tuple[str, ...], ignore: tuple[str, ...], schema_dir: Path | None,
 ) -> None:  # fmt: skip
     """Check recorded ACP traffic against the spec's rules and the official JSON Schemas.
 
     REF is a connection id, session id, label, `last` (the default), or a bug-report bundle
     or JSONL export file (every episode of a file that holds several). Every message is
     validated against the schema of its own method for the negotiated protocol version, and
-    the stateful rules of docs/checks.md run over each connection in order. Exits 1 when
-    anything is found, 0 when clean, 2 on usage errors.
+    the stateful rules of docs/checks.md run over each connection in order. With
+    --max-latency, each method's request-to-response latency is held to its budget too.
+    Exits 1 when anything is found, 0 when clean, 2 on usage errors.
+
+    \b
+        acp-proxy check --all --format sarif > acp-check.sarif
+        acp-proxy check ci-run.jsonl --max-latency 'session/prompt=p99:30s'
     """
+    from acp_proxy.check.budgets import LATENCY_RULE, parse_budget
     from acp_proxy.check.engine import select_rules
     from acp_proxy.check.report import render_json, render_junit, render_text
     from acp_proxy.check.schema_setup import obtain
@@ -73,6 +92,10 @@ def check(
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--select/--ignore") from error
     try:
+        limits = [parse_budget(text) for text in budgets]
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--max-latency") from error
+    try:
         book = None
         if "ACP000" in rules:
             book = obtain(schema_dir, report).book
@@ -81,21 +104,43 @@ def check(
         targets = []
         for ref in refs if refs or every else (None,):
             opened = open_ref(db, ref, episodes=True)  # a file: every episode of it
-            targets += [(opened.db, target) for target in opened.targets]
+            uri = str(ref) if opened.from_file else str(resolve_db(db))
+            targets += [(opened.db, target, uri) for target in opened.targets]
         if every:
             database = open_database(resolve_db(db))
-            targets += [(database, scope(database, str(c))) for c in all_connections(database)]
-        checked = [check_scope(database, target, book, rules) for database, target in targets]
+            targets += [(database, scope(database, str(c)), str(resolve_db(db)))
+                        for c in all_connections(database)]  # fmt: skip
+        checked = [check_scope(database, target, book, rules) for database, target, _ in targets]
+        if limits:
+            checked = [_with_budgets(c, database, limits) for c, (database, _, _) in
+                       zip(checked, targets, strict=True)]  # fmt: skip
     except AcpProxyError as error:
         _fail(error)
-    ordered = sorted(rules)
-    if fmt == "json":
+    ordered = sorted(rules) + ([LATENCY_RULE.id] if limits else [])
+    if fmt == "sarif":
+        from acp_proxy import __version__
+        from acp_proxy.check.report import Source, render_sarif
+        from acp_proxy.store.readers import connection
+
+        sources = [Source(uri, connection(database, target.connection_id).uid)
+                   for database, target, uri in targets]  # fmt: skip
+        click.echo(render_sarif(checked, ordered, sources, __version__), nl=False)
+    elif fmt == "json":
         click.echo(render_json(checked, ordered, book.source if book else None), nl=False)
     elif fmt == "junit":
         click.echo(render_junit(checked, ordered), nl=False)
     else:
         click.echo(render_text(checked, ordered), nl=False)
     sys.exit(EXIT_FOUND if any(c.findings for c in checked) else 0)
+
+
+def _with_budgets(checked: Checked, database: Any, limits: list[Budget]) -> Checked:
+    """``checked`` with the LAT001 findings of its connection's calls over ``limits``."""
+    from acp_proxy.check.budgets import over_budget
+    from acp_proxy.store.readers import calls
+
+    found = over_budget(calls(database, checked.connection_id), limits, checked.connection_id)
+    return dataclasses.replace(checked, findings=[*checked.findings, *found])
 
 
 @click.command()
