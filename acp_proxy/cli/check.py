@@ -159,9 +159,20 @@ def _with_budgets(checked: Checked, database: Any, limits: list[Budget]) -> Chec
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
+@click.option(
+    "--max-slowdown", "slowdown_limits", multiple=True, metavar="LIMIT",
+    help="Gate: fail when B is slower than A by more than LIMIT: METHOD=pN:PERCENT% or "
+    "METHOD=pN:+DURATION (or max), e.g. 'session/prompt=p95:20%', '*=max:+2s' (repeatable).",
+)  # fmt: skip
+@click.option(
+    "--max-capability-drift", "allowed_drift", type=click.IntRange(min=0), metavar="N",
+    help="Gate: fail when more than N capabilities of the initialize exchange differ "
+    "(0: any change fails).",
+)  # fmt: skip
 def diff(
     db: Path | None, ref_a: str, ref_b: str, other_db: Path | None, strict: bool,
-    ignore: tuple[str, ...], fmt: str,
+    ignore: tuple[str, ...], fmt: str, slowdown_limits: tuple[str, ...],
+    allowed_drift: int | None,
 ) -> None:  # fmt: skip
     """Compare two recordings (or sessions) message by message; show the first divergence.
 
@@ -170,7 +181,12 @@ def diff(
     message ids, timestamps and trace context are normalized first (see docs/diff.md); each
     direction is compared in its own order. Exits 1
     when they differ, 0 when they are the same, 2 on usage errors.
+
+    With a gate (--max-slowdown, --max-capability-drift) the exit status answers the gates
+    instead: 1 when B is slower or has drifted beyond them, 0 otherwise, the messages still
+    compared and shown. See docs/diff.md.
     """
+    from acp_proxy.check.drift import parse_slowdown
     from acp_proxy.check.report import render_diff_json, render_diff_text
     from acp_proxy.check.scope_diff import check_ignore, diff_scopes
 
@@ -179,18 +195,92 @@ def diff(
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--ignore") from error
     try:
+        limits = [parse_slowdown(text) for text in slowdown_limits]
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--max-slowdown") from error
+    try:
         sides = []
         for ref, db_path in ((ref_a, db), (ref_b, other_db or db)):
             opened = open_ref(db_path, ref, sessions=True)
             sides.append((opened.db, opened.target))
         result = diff_scopes(sides[0], sides[1], strict=strict, ignore=ignore).diff
+        gated = bool(limits) or allowed_drift is not None
+        gates = _gates(sides, limits, allowed_drift) if gated else None
     except AcpProxyError as error:
         _fail(error)
     if fmt == "json":
-        click.echo(render_diff_json(result), nl=False)
+        shown = render_diff_json(result)
+        if gates is not None:
+            shown = _with_gates_json(shown, gates)
+        click.echo(shown, nl=False)
     else:
         click.echo(render_diff_text(result, (ref_a, ref_b)), nl=False)
+        if gates is not None:
+            from acp_proxy.check.drift import gate_lines
+            from acp_proxy.display import visible
+
+            lines = gate_lines(gates.slowdowns, gates.drifts, allowed_drift)
+            for line in lines or ["gates: within every limit"]:
+                click.echo(visible(line))
+    if gates is not None:
+        sys.exit(EXIT_FOUND if gates.failed else 0)
     sys.exit(0 if result.equal else EXIT_FOUND)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Gates:
+    slowdowns: list[Any]
+    drifts: list[Any]
+    allowed_drift: int | None
+
+    @property
+    def failed(self) -> bool:
+        drifted = self.allowed_drift is not None and len(self.drifts) > self.allowed_drift
+        return bool(self.slowdowns) or drifted
+
+
+def _gates(sides: list[Any], limits: list[Any], allowed_drift: int | None) -> _Gates:
+    """The slowdowns of B against A and the capability drifts between them (check/drift.py)."""
+    from acp_proxy.check.drift import capabilities, drifts, slowdowns
+    from acp_proxy.store.frames import frames
+    from acp_proxy.store.readers import calls
+
+    (db_a, a), (db_b, b) = sides
+    found = slowdowns(calls(db_a, a.connection_id), calls(db_b, b.connection_id), limits)
+    declared = [
+        capabilities(frames(db, dataclasses.replace(target, session_id=None)))
+        for db, target in sides
+    ]
+    return _Gates(found, drifts(*declared), allowed_drift)
+
+
+def _with_gates_json(shown: str, gates: _Gates) -> str:
+    import orjson
+
+    from acp_proxy.check.drift import MISSING
+    from acp_proxy.display import json_visible
+
+    def value(v: Any) -> Any:
+        return None if v is MISSING else v
+
+    document = orjson.loads(shown)
+    document["gates"] = {
+        "failed": gates.failed,
+        "slowdowns": [
+            {"method": s.method, "direction": s.direction, "statistic": s.statistic,
+             "before_ns": s.before_ns, "after_ns": s.after_ns, "limit": s.limit}
+            for s in gates.slowdowns
+        ],
+        "capability_drift": {
+            "allowed": gates.allowed_drift,
+            "changed": [
+                {"path": d.path, "before": value(d.before), "after": value(d.after),
+                 "before_present": d.before is not MISSING, "after_present": d.after is not MISSING}
+                for d in gates.drifts
+            ],
+        },
+    }  # fmt: skip
+    return json_visible(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode()) + "\n"
 
 
 @click.group()
