@@ -193,3 +193,10 @@ class Rule:
 
     def finish(self) -> None:
         """End of the connection."""
+
+
+class UpdateRule(Rule):
+    """A rule about ``session/update`` notifications (``update_kinds`` narrows them)."""
+
+    kinds = frozenset({"notification"})
+    methods = frozenset({acp.SESSION_UPDATE})

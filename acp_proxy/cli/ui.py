@@ -45,9 +45,11 @@ def ui_command(
     """Serve a live web inspector of the recordings on a local address.
 
     Shows the recordings (live ones update as frames arrive), each connection's timeline with
-    chunk runs collapsed, frame details with the schema's field descriptions and the check
-    findings, a sequence diagram, the conversation, latency per method and per turn, and a
-    diff of two recordings. See docs/ui.md.
+    chunk runs collapsed and playback, frame details with the schema's field descriptions and
+    the check findings, session info, a sequence diagram, the conversation, performance
+    (insights, a waterfall, latency per method and per turn), and an aligned diff of two
+    recordings. Everything works from the keyboard: `?` in the page lists the keys. See
+    docs/ui.md.
 
     REF (a connection id, session id, label, `last`, or a bundle / JSONL export / cassette
     file) is what the page opens on; without it the page opens on the list. The address,

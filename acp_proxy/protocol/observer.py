@@ -300,18 +300,10 @@ class ConnectionObserver:
                     if type(update) is dict:
                         # Inlined type checks: this branch runs for nearly every frame.
                         get = update.get
-                        update_kind = get("sessionUpdate")
-                        if type(update_kind) is not str:
-                            update_kind = None
-                        message_id = get("messageId")
-                        if type(message_id) is not str:
-                            message_id = None
-                        tool_call_id = get("toolCallId")
-                        if type(tool_call_id) is not str:
-                            tool_call_id = None
-                        stop_reason = get("stopReason")
-                        if type(stop_reason) is not str:
-                            stop_reason = None
+                        update_kind = v if type(v := get("sessionUpdate")) is str else None
+                        message_id = v if type(v := get("messageId")) is str else None
+                        tool_call_id = v if type(v := get("toolCallId")) is str else None
+                        stop_reason = v if type(v := get("stopReason")) is str else None
                     else:
                         update = None
                 elif method == acp.REQUEST_PERMISSION:

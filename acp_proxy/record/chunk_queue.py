@@ -108,36 +108,34 @@ class ChunkQueue:
             spill: list[bytes | memoryview] = []  # spill records, counted in _spill_written
             spilled: list[IncomingChunk] = []  # what those records hold
             for index, (direction, mono_ns, chunk) in enumerate(items):
+                lost = chunk.__class__ is Lost
+                size = 0 if lost else len(chunk)
+                if not self._discarding and not self._overflow:
+                    spilling = self._spill_written > self._spill_read
+                    if not spilling and (
+                        not self._items or self._bytes + size <= self._memory_bytes
+                    ):
+                        self._items.append((direction, mono_ns, chunk if lost else bytes(chunk)))  # type: ignore[arg-type]
+                        self._bytes += size
+                        continue
+                    if self._spill_written - self._spill_read + size > self._spill_bytes:
+                        self._write_spill(spill, spilled)  # counted must be there before we wait
+                        spill, spilled = [], []
+                        while (
+                            self._spill_written - self._spill_read + size > self._spill_bytes
+                            and not self._discarding
+                            and not self._overflow
+                        ):
+                            self._say_waiting()
+                            self.waits += 1
+                            self._cond.wait()
+                # Discarding or overflowing, from the start or since the wait for room.
                 if self._discarding:
                     self._discard_items(items[index:])
                     break
                 if self._overflow:
                     self._overflow_add((direction, mono_ns, chunk), None)
                     continue
-                lost = chunk.__class__ is Lost
-                size = 0 if lost else len(chunk)
-                spilling = self._spill_written > self._spill_read
-                if not spilling and (not self._items or self._bytes + size <= self._memory_bytes):
-                    self._items.append((direction, mono_ns, chunk if lost else bytes(chunk)))  # type: ignore[arg-type]
-                    self._bytes += size
-                    continue
-                if self._spill_written - self._spill_read + size > self._spill_bytes:
-                    self._write_spill(spill, spilled)  # counted must be there before we wait
-                    spill, spilled = [], []
-                    while (
-                        self._spill_written - self._spill_read + size > self._spill_bytes
-                        and not self._discarding
-                        and not self._overflow
-                    ):
-                        self._say_waiting()
-                        self.waits += 1
-                        self._cond.wait()
-                    if self._discarding:
-                        self._discard_items(items[index:])
-                        break
-                    if self._overflow:
-                        self._overflow_add((direction, mono_ns, chunk), None)
-                        continue
                 if isinstance(chunk, Lost):
                     payload: bytes | memoryview = (
                         _LOST_RECORD.pack(chunk.size, chunk.newlines, chunk.ends_line)

@@ -47,6 +47,7 @@ from acp_proxy.record.hub_pipe import (
     STREAM_CODES,
     UPDATE,
 )
+from acp_proxy.record.recorder_process import fork_recorder, say_outcome, wait_for_commit
 from acp_proxy.record.recording import FLUSH_DEADLINE, connection_settings
 from acp_proxy.record.spawn import enlarge_pipe
 from acp_proxy.stderr import Reporter
@@ -96,21 +97,13 @@ class RecordingHub:
         origin = clock_origin or (time.monotonic_ns(), time.time_ns())
         read_fd, write_fd = os.pipe()
         enlarge_pipe(write_fd)
-        committed_read, committed_write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the recorder process
-            status = 70
-            try:
-                os.umask(0o077)
-                os.close(write_fd)
-                os.close(committed_read)
-                status = record_from_pipe(read_fd, origin, report, committed_write, sinks)
-            except BaseException as error:  # the child must never return into the parent
-                report(f"the recorder failed: {type(error).__name__}: {error}")
-            finally:
-                os._exit(status)
+
+        def child(committed_fd: int) -> int:
+            os.close(write_fd)
+            return record_from_pipe(read_fd, origin, report, committed_fd, sinks)
+
+        pid, committed_read = fork_recorder(report, child)
         os.close(read_fd)
-        os.close(committed_write)
         os.set_blocking(write_fd, False)
         hub = cls(pid, write_fd, committed_read, report)
         hub._control(CONFIG, 0, {"db": str(db_path), "check": check, "otlp": otlp})
@@ -259,30 +252,7 @@ class RecordingHub:
             if writable:
                 self.flush()
         os.close(self._fd)
-        try:
-            left = max(0.0, end - time.monotonic())
-            ready, _, _ = select.select([self._committed_fd], [], [], left)
-            if not ready:
-                outcome = "late"
-            else:
-                try:
-                    said = os.read(self._committed_fd, 1)
-                except OSError:
-                    said = b""
-                outcome = {b"1": "recorded", b"2": "incomplete", b"0": "failed"}.get(said, "died")
-        finally:
-            os.close(self._committed_fd)
-        self.outcome = outcome
-        if outcome == "late":
-            self._report(
-                f"the recordings were still being written {deadline:g}s after the listener "
-                f"stopped; they go on in the background (pid {self.pid})"
-            )
-        elif outcome == "incomplete":
-            self._report(
-                "some recordings are incomplete: frames were lost, their count and why are in "
-                "the database (acp-proxy ls)"
-            )
-        elif outcome == "died":
-            self._report("the recorder process ended early: the recordings are incomplete")
+        outcome = self.outcome = wait_for_commit(self._committed_fd, end - time.monotonic())
+        say_outcome(self._report, outcome, deadline, self.pid, many=True, what="the recordings",
+                    after="the listener stopped", lossy="some recordings")  # fmt: skip
         return outcome

@@ -40,19 +40,8 @@ from acp_proxy.errors import RecordingBusy, RecordingError
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.observer import ConnectionObserver, FrameRecord
 from acp_proxy.protocol.wire import Frame
-from acp_proxy.record.hub_pipe import (
-    CLOSE,
-    CONFIG,
-    DIRECTIONS_BY_CODE,
-    EXCHANGE,
-    EXCHANGE_SET,
-    HEADER,
-    LOST,
-    MESSAGE,
-    OPEN,
-    STREAMS_BY_CODE,
-    UPDATE,
-)
+from acp_proxy.record import hub_pipe as pipe
+from acp_proxy.record.recorder import IDLE_INDEX_FRAMES, retry_while_busy
 from acp_proxy.record.recorder_process import _yield_to_forwarding
 from acp_proxy.stderr import Reporter
 
@@ -68,9 +57,7 @@ QUIET_SECONDS = 0.005
 PATIENCE_SECONDS = 0.25
 ENOUGH_BYTES = 16 * 1024 * 1024
 IDLE_SECONDS = 0.25
-IDLE_INDEX_FRAMES = 2000
 READ_BYTES = 1024 * 1024
-BUSY_RETRY_SECONDS = (0.01, 0.05, 0.2, 0.5)
 
 
 @dataclass
@@ -166,11 +153,11 @@ class HubRecorder:
         """Handle every whole record in ``buffer``; return the bytes taken."""
         view = memoryview(buffer)
         at = 0
-        size = HEADER.size
+        size = pipe.HEADER.size
         try:
             while len(buffer) - at >= size:
-                kind, direction, stream, key, exchange_seq, mono_ns, length = HEADER.unpack_from(
-                    view, at
+                kind, direction, stream, key, exchange_seq, mono_ns, length = (
+                    pipe.HEADER.unpack_from(view, at)
                 )
                 if len(buffer) - at - size < length:
                     break
@@ -185,33 +172,33 @@ class HubRecorder:
         self, kind: int, direction: int, stream: int, key: int, exchange_seq: int,
         mono_ns: int, payload: bytes,
     ) -> None:  # fmt: skip
-        if kind == MESSAGE:
+        if kind == pipe.MESSAGE:
             connection = self._connections.get(key)
             if connection is None:
                 return
-            self._message(connection, DIRECTIONS_BY_CODE[direction], mono_ns, payload,
-                          exchange_seq, STREAMS_BY_CODE[stream])  # fmt: skip
+            self._message(connection, pipe.DIRECTIONS_BY_CODE[direction], mono_ns, payload,
+                          exchange_seq, pipe.STREAMS_BY_CODE[stream])  # fmt: skip
             return
         value = orjson.loads(payload)
-        if kind == CONFIG:
+        if kind == pipe.CONFIG:
             self._configure(value)
-        elif kind == OPEN:
+        elif kind == pipe.OPEN:
             self._open(key, value)
         elif (connection := self._connections.get(key)) is None:
             return
-        elif kind == EXCHANGE:
+        elif kind == pipe.EXCHANGE:
             value.setdefault("started_ns", mono_ns + self._wall_minus_mono)
             connection.new_exchanges.append(value)
-        elif kind == EXCHANGE_SET:
+        elif kind == pipe.EXCHANGE_SET:
             connection.exchange_updates.append((exchange_seq, value))
-        elif kind == UPDATE:
+        elif kind == pipe.UPDATE:
             connection.updates.update(value)
-        elif kind == LOST:
+        elif kind == pipe.LOST:
             connection.lost[0] += int(value["frames"])
             connection.lost[1] += int(value["bytes"])
             if value["reason"] not in connection.reasons:
                 connection.reasons.append(value["reason"])
-        elif kind == CLOSE:
+        elif kind == pipe.CLOSE:
             connection.closed = value
 
     def _message(
@@ -406,16 +393,12 @@ class HubRecorder:
         self.frames_lost += len(records)
 
     def _busy_retry(self, attempt: Callable[[], _T]) -> _T:
-        tries = 0
-        while True:
-            try:
-                return attempt()
-            except RecordingBusy as error:
-                if not self._said_busy:
-                    self._said_busy = True
-                    self._report(f"{error}; waiting for it (frames are kept meanwhile)")
-                time.sleep(BUSY_RETRY_SECONDS[min(tries, len(BUSY_RETRY_SECONDS) - 1)])
-                tries += 1
+        return retry_while_busy(attempt, self._say_busy)
+
+    def _say_busy(self, error: RecordingBusy) -> None:
+        if not self._said_busy:
+            self._said_busy = True
+            self._report(f"{error}; waiting for it (frames are kept meanwhile)")
 
     def _fail(self, error: RecordingError) -> None:
         if self.error is None:

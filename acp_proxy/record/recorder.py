@@ -76,6 +76,19 @@ class RecordSink(Protocol):
         """The recording is over: nothing more will be committed."""
 
 
+def retry_while_busy(attempt: Callable[[], _T], waiting: Callable[[RecordingBusy], None]) -> _T:
+    """``attempt()`` until it does not raise ``RecordingBusy``, pausing ever longer between
+    tries (``BUSY_RETRY_SECONDS``); ``waiting`` hears of every busy attempt."""
+    tries = 0
+    while True:
+        try:
+            return attempt()
+        except RecordingBusy as error:
+            waiting(error)
+            time.sleep(BUSY_RETRY_SECONDS[min(tries, len(BUSY_RETRY_SECONDS) - 1)])
+            tries += 1
+
+
 class SinkFactory(Protocol):
     """What the command line hands the recorder: the sinks of one connection's recording.
 
@@ -183,17 +196,13 @@ class Recorder:
 
     def _busy_retry(self, attempt: Callable[[], _T]) -> _T:
         """``attempt()`` until the database is not busy (see the module rules)."""
-        tries = 0
-        while True:
-            try:
-                return attempt()
-            except RecordingBusy as error:
-                self.status.busy_waits += 1
-                if not self._said_busy:
-                    self._said_busy = True
-                    self._report(f"{error}; waiting for it (frames are kept meanwhile)")
-                time.sleep(BUSY_RETRY_SECONDS[min(tries, len(BUSY_RETRY_SECONDS) - 1)])
-                tries += 1
+        return retry_while_busy(attempt, self._say_busy)
+
+    def _say_busy(self, error: RecordingBusy) -> None:
+        self.status.busy_waits += 1
+        if not self._said_busy:
+            self._said_busy = True
+            self._report(f"{error}; waiting for it (frames are kept meanwhile)")
 
     def _frames_of(self, items: list[ChunkItem]) -> list[FrameRecord]:
         records: list[FrameRecord] = []

@@ -32,7 +32,7 @@ import os
 import select
 import signal
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from acp_proxy.record.spawn import enlarge_pipe
@@ -73,17 +73,68 @@ class RecorderProcess:
         WAL checkpoint runs after this returns, in the background.
         """
         self.tap.close()
-        try:
-            ready, _, _ = select.select([self._committed_fd], [], [], deadline)
-            if not ready:
-                return "late"
-            said = os.read(self._committed_fd, 1)
-            return _OUTCOMES.get(said, "died")
-        finally:
-            os.close(self._committed_fd)
+        return wait_for_commit(self._committed_fd, deadline)
 
 
 _OUTCOMES = {b"1": "recorded", b"2": "incomplete", b"0": "failed"}
+
+
+def wait_for_commit(committed_fd: int, deadline: float) -> str:
+    """What the recorder says on ``committed_fd`` within ``deadline`` s (closing it): see
+    ``RecorderProcess.finish`` for the outcomes."""
+    try:
+        ready, _, _ = select.select([committed_fd], [], [], max(0.0, deadline))
+        if not ready:
+            return "late"
+        try:
+            said = os.read(committed_fd, 1)
+        except OSError:
+            said = b""
+        return _OUTCOMES.get(said, "died")
+    finally:
+        os.close(committed_fd)
+
+
+def say_outcome(report: Reporter, outcome: str, deadline: float, pid: int, *, many: bool,
+                what: str, after: str, lossy: str | None = None) -> None:  # fmt: skip
+    """Say on stderr what an outcome means for ``what`` (``many``: several recordings, of which
+    ``lossy`` lost frames), written on in the background once ``after`` (the connection ended)."""
+    it, goes, was, is_ = ("they", "go", "were", "are") if many else ("it", "goes", "was", "is")
+    if outcome == "late":
+        report(
+            f"{what} {was} still being written {deadline:g}s after {after}; {it} {goes} on "
+            f"in the background (pid {pid})"
+        )
+    elif outcome == "incomplete":
+        report(
+            f"{lossy or what} {is_} incomplete: frames were lost, their count and why are in "
+            f"the database (acp-proxy ls)"
+        )
+    elif outcome == "died":
+        report(f"the recorder process ended early: {what} {is_} incomplete")
+
+
+def fork_recorder(report: Reporter, child: Callable[[int], int]) -> tuple[int, int]:
+    """Fork a recorder process that runs ``child(committed_fd)`` and exits with its status.
+
+    The child's umask is 077 (everything it creates is private) and it never returns into the
+    parent's code: a failure is said in one line (exit status 70). The parent gets the pid and
+    the reading end of the pipe the child writes its outcome to (``wait_for_commit``).
+    """
+    committed_read, committed_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the recorder process
+        status = 70
+        try:
+            os.umask(0o077)
+            os.close(committed_read)
+            status = child(committed_write)
+        except BaseException as error:  # the child must never return into the parent's code
+            report(f"the recorder failed: {type(error).__name__}: {error}")
+        finally:
+            os._exit(status)
+    os.close(committed_write)
+    return pid, committed_read
 
 
 def start_recorder_process(
@@ -98,21 +149,13 @@ def start_recorder_process(
     channel = Channel()
     if channel.shared is None:
         enlarge_pipe(channel.write_fd)  # the pipe carries the chunks themselves
-    committed_read, committed_write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the recorder process
-        status = 70
-        try:
-            os.umask(0o077)
-            reader = channel.reader()
-            os.close(committed_read)
-            _leave_the_conversation(conversation_fds)
-            status = record_from_tap(reader, clock_origin, report, committed_write, sinks)
-        except BaseException as error:  # the child must never return into the parent's code
-            report(f"the recorder failed: {type(error).__name__}: {error}")
-        finally:
-            os._exit(status)
-    os.close(committed_write)
+
+    def child(committed_fd: int) -> int:
+        reader = channel.reader()
+        _leave_the_conversation(conversation_fds)
+        return record_from_tap(reader, clock_origin, report, committed_fd, sinks)
+
+    pid, committed_read = fork_recorder(report, child)
     tap = channel.writer(report)
     if max_wait is not None:
         tap.max_wait = max_wait

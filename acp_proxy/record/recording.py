@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from acp_proxy import __version__
 from acp_proxy.protocol.acp import Direction
-from acp_proxy.record.recorder_process import RecorderProcess, start_recorder_process
+from acp_proxy.record.recorder_process import RecorderProcess, say_outcome, start_recorder_process
 from acp_proxy.record.tap import Tap
 from acp_proxy.stderr import Reporter
 
@@ -165,18 +165,9 @@ class Recording:
             ended_ns=ended_ns or time.time_ns(), exit_code=exit_code, exit_signal=exit_signal,
         )  # fmt: skip
         outcome = self.outcome = self.recorder.finish(deadline)
-        if outcome == "late":
-            self._report(
-                f"{what} was still being written {deadline:g}s after the connection ended; it "
-                f"goes on in the background (pid {self.pid})"
-            )
-        elif outcome == "incomplete":
-            self._report(
-                f"{what} is incomplete: frames were lost, their count and why are in the "
-                f"database (acp-proxy ls)"
-            )
-        elif outcome == "died":
-            self._report(f"the recorder process ended early: {what} is incomplete")
+        say_outcome(self._report, outcome, deadline, self.pid, many=False, what=what,
+                    after="the connection ended")  # fmt: skip
+        if outcome == "died":
             self._mark_died()
         return outcome
 

@@ -73,17 +73,30 @@ def _refuse_if_held(db: sqlite3.Connection, uid: str) -> None:
 def _record(
     number: int, line: bytes, frame_columns: list[str], types: dict[str, Column]
 ) -> dict[str, Any]:
+    where = f"line {number}: "
+    return _row(number, line, frame_of, set(frame_columns), types,
+                unknown=f"{where}unknown frame columns", wrong=where)  # fmt: skip
+
+
+def _row(
+    number: int, line: bytes, parse: Callable[[bytes], dict[str, Any]], columns: set[str],
+    types: dict[str, Column], *, unknown: str, wrong: str, first_bare: bool = False,
+) -> dict[str, Any]:  # fmt: skip
+    """Line ``number`` read by ``parse``, refused when it has a column not in ``columns`` or a
+    value of the wrong type (``unknown`` and ``wrong`` begin those messages; ``first_bare``:
+    a first line that cannot be read is refused without its number)."""
     try:
-        record = frame_of(line)
+        row = parse(line)
     except ValueError as error:
-        raise ImportRefused(f"line {number}: {error}") from error
-    extra = set(record) - set(frame_columns)
+        where = "" if first_bare and number == 1 else f"line {number}: "
+        raise ImportRefused(f"{where}{error}") from error
+    extra = set(row) - columns
     if extra:
-        raise ImportRefused(f"line {number}: unknown frame columns {sorted(extra)}")
-    wrong = problem(types, record)
-    if wrong:
-        raise ImportRefused(f"line {number}: {wrong}")
-    return record
+        raise ImportRefused(f"{unknown} {sorted(extra)}")
+    mistyped = problem(types, row)
+    if mistyped:
+        raise ImportRefused(f"{wrong}{mistyped}")
+    return row
 
 
 def import_jsonl(
@@ -119,17 +132,29 @@ def import_jsonl(
 def _header(
     number: int, line: bytes, columns: set[str], types: dict[str, Column]
 ) -> dict[str, Any]:
-    try:
-        connection = header_of(line)
-    except ValueError as error:
-        raise ImportRefused(str(error) if number == 1 else f"line {number}: {error}") from error
-    unknown = set(connection) - columns
-    if unknown:
-        raise ImportRefused(f"unknown connection columns in the export: {sorted(unknown)}")
-    wrong = problem(types, connection)
-    if wrong:
-        raise ImportRefused(f"line {number}: the connection's {wrong}")
-    return connection
+    return _row(number, line, header_of, columns, types, first_bare=True,
+                unknown="unknown connection columns in the export:",
+                wrong=f"line {number}: the connection's ")  # fmt: skip
+
+
+class _Batches:
+    """Rows inserted ``BATCH`` at a time with one statement; ``progress`` hears of each batch."""
+
+    def __init__(
+        self, db: sqlite3.Connection, statement: str, progress: Callable[[int], None]
+    ) -> None:
+        self._db, self._statement, self._progress = db, statement, progress
+        self._rows: list[list[Any]] = []
+
+    def add(self, row: list[Any]) -> None:
+        self._rows.append(row)
+        if len(self._rows) >= BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        self._db.executemany(self._statement, self._rows)
+        self._progress(len(self._rows))
+        self._rows = []
 
 
 def _import(db: sqlite3.Connection, lines: Any, progress: Callable[[int], None]) -> list[int]:
@@ -141,30 +166,22 @@ def _import(db: sqlite3.Connection, lines: Any, progress: Callable[[int], None])
     connection_types = import_types.columns(db, "connection")
     frame_types = import_types.columns(db, "frame")
     connection = _header(1, first, connection_columns, connection_types)
-    statement = _insert("frame", ["connection_id", *frame_columns])
+    rows = _Batches(db, _insert("frame", ["connection_id", *frame_columns]), progress)
     ids: list[int] = []
     try:
         with write_transaction(db):
             ids.append(_start(db, connection))
-            batch: list[list[Any]] = []
             for number, line in enumerate(lines, start=2):
                 if not line.strip():
                     continue
                 if is_header(line):  # the next episode: its frames go to a connection of its own
-                    db.executemany(statement, batch)
-                    progress(len(batch))
-                    batch = []
+                    rows.flush()
                     header = _header(number, line, connection_columns, connection_types)
                     ids.append(_start(db, header))
                     continue
                 record = _record(number, line, frame_columns, frame_types)
-                batch.append([ids[-1], *(record.get(c) for c in frame_columns)])
-                if len(batch) >= BATCH:
-                    db.executemany(statement, batch)
-                    progress(len(batch))
-                    batch = []
-            db.executemany(statement, batch)
-            progress(len(batch))
+                rows.add([ids[-1], *(record.get(c) for c in frame_columns)])
+            rows.flush()
     except sqlite3.Error as error:
         raise ImportRefused(f"cannot import: {error}") from error
     return ids
@@ -208,7 +225,7 @@ def _import_capture(
     progress: Callable[[int], None],
 ) -> int:  # fmt: skip
     hashed = _Hashed(lines)
-    statement = _insert("frame", ["connection_id", *FRAME_COLUMNS])
+    rows = _Batches(db, _insert("frame", ["connection_id", *FRAME_COLUMNS]), progress)
     name = fmt
     try:
         with write_transaction(db):
@@ -226,7 +243,6 @@ def _import_capture(
             offsets = dict.fromkeys(Direction, 0)
             totals = {d.value: [0, 0] for d in Direction}
             clock = _Clock(capture.started_ns or now)
-            batch: list[list[Any]] = []
             last_wall = row["started_ns"]
             for captured in capture.frames:
                 mono, wall = clock.times(captured.mono_ns, captured.wall_ns)
@@ -237,13 +253,8 @@ def _import_capture(
                 record: FrameRecord = observer.observe(captured.direction, frame, mono, wall)
                 totals[record.direction][0] += 1
                 totals[record.direction][1] += record.size
-                batch.append([connection_id, *record])
-                if len(batch) >= BATCH:
-                    db.executemany(statement, batch)
-                    progress(len(batch))
-                    batch = []
-            db.executemany(statement, batch)
-            progress(len(batch))
+                rows.add([connection_id, *record])
+            rows.flush()
             uid = f"{capture.fmt}-{hashed.digest.hexdigest()[:32]}"
             _refuse_if_held(db, uid)
             facts = observer.facts()

@@ -22,7 +22,39 @@ from pathlib import Path
 
 from acp_proxy.errors import RecordingError, UnreadableRecording
 
-_SCHEMA_V1 = """
+# The frame table of format 1, and its indexes (format 3 rebuilds the table with ``raw`` last).
+_FRAME_TABLE_V1 = """(
+    id INTEGER PRIMARY KEY,
+    connection_id INTEGER NOT NULL REFERENCES connection(id),
+    seq INTEGER NOT NULL,
+    direction TEXT NOT NULL,
+    mono_ns INTEGER NOT NULL,
+    wall_ns INTEGER NOT NULL,
+    offset INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    raw BLOB NOT NULL,
+    kind TEXT NOT NULL,
+    rpc_id,
+    method TEXT,
+    request_seq INTEGER,
+    session_id TEXT,
+    update_kind TEXT,
+    message_id TEXT,
+    tool_call_id TEXT,
+    error_code INTEGER,
+    stop_reason TEXT,
+    bad_json INTEGER NOT NULL DEFAULT 0,
+    bad_utf8 INTEGER NOT NULL DEFAULT 0,
+    not_jsonrpc INTEGER NOT NULL DEFAULT 0,
+    batch INTEGER NOT NULL DEFAULT 0,
+    no_newline INTEGER NOT NULL DEFAULT 0
+)"""
+_FRAME_INDEXES = """CREATE UNIQUE INDEX frame_by_connection_seq ON frame(connection_id, seq);
+CREATE INDEX frame_by_session ON frame(session_id, connection_id, seq)
+    WHERE session_id IS NOT NULL;
+"""
+
+_SCHEMA_V1 = f"""
 CREATE TABLE connection (
     id INTEGER PRIMARY KEY,
     uid TEXT NOT NULL UNIQUE,
@@ -49,36 +81,8 @@ CREATE TABLE connection (
     bytes_stderr INTEGER NOT NULL DEFAULT 0,
     frames_lost INTEGER NOT NULL DEFAULT 0
 );
-CREATE TABLE frame (
-    id INTEGER PRIMARY KEY,
-    connection_id INTEGER NOT NULL REFERENCES connection(id),
-    seq INTEGER NOT NULL,
-    direction TEXT NOT NULL,
-    mono_ns INTEGER NOT NULL,
-    wall_ns INTEGER NOT NULL,
-    offset INTEGER NOT NULL,
-    size INTEGER NOT NULL,
-    raw BLOB NOT NULL,
-    kind TEXT NOT NULL,
-    rpc_id,
-    method TEXT,
-    request_seq INTEGER,
-    session_id TEXT,
-    update_kind TEXT,
-    message_id TEXT,
-    tool_call_id TEXT,
-    error_code INTEGER,
-    stop_reason TEXT,
-    bad_json INTEGER NOT NULL DEFAULT 0,
-    bad_utf8 INTEGER NOT NULL DEFAULT 0,
-    not_jsonrpc INTEGER NOT NULL DEFAULT 0,
-    batch INTEGER NOT NULL DEFAULT 0,
-    no_newline INTEGER NOT NULL DEFAULT 0
-);
-CREATE UNIQUE INDEX frame_by_connection_seq ON frame(connection_id, seq);
-CREATE INDEX frame_by_session ON frame(session_id, connection_id, seq)
-    WHERE session_id IS NOT NULL;
-"""
+CREATE TABLE frame {_FRAME_TABLE_V1};
+{_FRAME_INDEXES}"""
 
 # Views: dropped and re-created whenever the schema is migrated (see module rules).
 _VIEWS = """
@@ -194,45 +198,20 @@ CREATE INDEX finding_by_rule ON finding(rule, severity);
 _FRAME_V3_COLUMNS = """id, connection_id, seq, direction, mono_ns, wall_ns, offset, size, kind,
     rpc_id, method, request_seq, session_id, update_kind, message_id, tool_call_id, error_code,
     stop_reason, bad_json, bad_utf8, not_jsonrpc, batch, no_newline, raw"""
+_FRAME_TABLE_V3 = _FRAME_TABLE_V1.replace("\n    raw BLOB NOT NULL,", "").replace(
+    "DEFAULT 0\n)", "DEFAULT 0,\n    raw BLOB NOT NULL\n)"
+)
 _SCHEMA_V3 = f"""
 DROP VIEW IF EXISTS frames;
 DROP VIEW IF EXISTS rpc_calls;
 DROP VIEW IF EXISTS sessions;
 DROP VIEW IF EXISTS prompt_turns;
 DROP VIEW IF EXISTS frame_text;
-CREATE TABLE frame_v3 (
-    id INTEGER PRIMARY KEY,
-    connection_id INTEGER NOT NULL REFERENCES connection(id),
-    seq INTEGER NOT NULL,
-    direction TEXT NOT NULL,
-    mono_ns INTEGER NOT NULL,
-    wall_ns INTEGER NOT NULL,
-    offset INTEGER NOT NULL,
-    size INTEGER NOT NULL,
-    kind TEXT NOT NULL,
-    rpc_id,
-    method TEXT,
-    request_seq INTEGER,
-    session_id TEXT,
-    update_kind TEXT,
-    message_id TEXT,
-    tool_call_id TEXT,
-    error_code INTEGER,
-    stop_reason TEXT,
-    bad_json INTEGER NOT NULL DEFAULT 0,
-    bad_utf8 INTEGER NOT NULL DEFAULT 0,
-    not_jsonrpc INTEGER NOT NULL DEFAULT 0,
-    batch INTEGER NOT NULL DEFAULT 0,
-    no_newline INTEGER NOT NULL DEFAULT 0,
-    raw BLOB NOT NULL
-);
+CREATE TABLE frame_v3 {_FRAME_TABLE_V3};
 INSERT INTO frame_v3 ({_FRAME_V3_COLUMNS}) SELECT {_FRAME_V3_COLUMNS} FROM frame;
 DROP TABLE frame;
 ALTER TABLE frame_v3 RENAME TO frame;
-CREATE UNIQUE INDEX frame_by_connection_seq ON frame(connection_id, seq);
-CREATE INDEX frame_by_session ON frame(session_id, connection_id, seq)
-    WHERE session_id IS NOT NULL;
-"""
+{_FRAME_INDEXES}"""
 
 # Format 4: what ``record --otlp`` could not export (docs/otel.md), per connection.
 _SCHEMA_V4 = """

@@ -302,3 +302,53 @@ def tail(
         record["connection_id"] = row[-1]
         out.append(record)
     return out
+
+
+def call_spans(db: sqlite3.Connection, connection_id: int, limit: int) -> list[tuple[Any, ...]]:
+    """The first ``limit`` requests as ``(seq, method, direction, start mono_ns, latency_ns,
+    is_error, answer seq)``; latency and answer are None for a request not answered."""
+    cursor = db.execute(
+        "SELECT req.seq, req.method, req.direction, req.mono_ns, resp.mono_ns - req.mono_ns, "
+        "resp.kind = 'error', resp.seq FROM frame req LEFT JOIN frame resp "
+        "ON resp.connection_id = req.connection_id AND resp.request_seq = req.seq "
+        "WHERE req.connection_id = ? AND req.kind = 'request' ORDER BY req.seq LIMIT ?",
+        (connection_id, limit),
+    )
+    return [tuple(r) for r in cursor]
+
+
+def requests_with_answers(
+    db: sqlite3.Connection, connection_id: int, methods: Sequence[str], limit: int
+) -> list[tuple[Any, ...]]:
+    """The first ``limit`` requests of ``methods`` as ``(seq, method, request raw, answer raw)``
+    (answer raw is None while unanswered): the session info's sources."""
+    marks = ", ".join("?" for _ in methods)
+    cursor = db.execute(
+        "SELECT req.seq, req.method, req.raw, resp.raw FROM frame req LEFT JOIN frame resp "
+        "ON resp.connection_id = req.connection_id AND resp.request_seq = req.seq "
+        f"WHERE req.connection_id = ? AND req.kind = 'request' AND req.method IN ({marks}) "
+        "ORDER BY req.seq LIMIT ?",
+        (connection_id, *methods, limit),
+    )
+    return [(r[0], r[1], bytes(r[2]), None if r[3] is None else bytes(r[3])) for r in cursor]
+
+
+def extension_methods(db: sqlite3.Connection, connection_id: int) -> list[tuple[str, str, int]]:
+    """Methods outside the protocol's names (``_`` first) with direction and count."""
+    cursor = db.execute(
+        "SELECT method, direction, count(*) FROM frame WHERE connection_id = ? "
+        "AND method GLOB '_*' GROUP BY method, direction ORDER BY method",
+        (connection_id,),
+    )
+    return [(str(m), str(d), int(n)) for m, d, n in cursor]
+
+
+def change_stamp(db: sqlite3.Connection) -> tuple[int, ...]:
+    """Changes whenever a frame, connection, status or stored finding is added (cheap: ends
+    of indexes): answers computed at one stamp can be served again while it holds."""
+    row = db.execute(
+        "SELECT (SELECT coalesce(max(id), 0) FROM frame), (SELECT count(*) FROM connection), "
+        "(SELECT count(*) FROM connection WHERE status = 'running'), "
+        "(SELECT coalesce(max(id), 0) FROM finding)"
+    ).fetchone()
+    return tuple(int(x) for x in row)

@@ -41,6 +41,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.observer import ConnectionObserver, FrameRecord
 from acp_proxy.protocol.wire import Frame
@@ -57,9 +59,14 @@ CHROMIUM_ARGS = [
 ADDRESS = re.compile(rb"acp-proxy: ui at (http://\S+)")
 
 
+SOURCE = [REPO]  # the checkout whose acp-proxy ui is measured (--source: another one)
+
+
 def env() -> dict[str, str]:
     environ = dict(os.environ)
-    environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), environ.get("PYTHONPATH")) if p)
+    environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(SOURCE[0]), environ.get("PYTHONPATH")) if p
+    )
     return environ
 
 
@@ -129,9 +136,11 @@ class Ui:
         argv = [sys.executable, "-m", "acp_proxy", "ui", "--no-open", "--db", str(db)]
         self.log = log
         with log.open("wb") as sink:
+            # In the measured checkout: ``python -m`` looks in the working directory first.
             self.process = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=sink, env=env()
-            )
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=sink,
+                env=env(), cwd=SOURCE[0],
+            )  # fmt: skip
         deadline = time.monotonic() + 60
         while not (found := ADDRESS.search(log.read_bytes())):
             if self.process.poll() is not None or time.monotonic() > deadline:
@@ -163,7 +172,7 @@ def first_screen(browser: Any, folder: Path, count: int, repeat: int) -> dict[st
     started = time.perf_counter()
     make_recording(db, count)
     built = time.perf_counter() - started
-    page_ms, api_ms, jump_ms = [], [], []
+    page_ms, api_ms, jump_ms, url_ms = [], [], [], []
     middle = count // 2
     for index in range(repeat):
         ui = Ui(db, folder / f"ui-{count}-{index}.log")
@@ -182,9 +191,16 @@ def first_screen(browser: Any, folder: Path, count: int, repeat: int) -> dict[st
             page_ms.append((time.perf_counter() - t) * 1000)
             t = time.perf_counter()
             page.goto(f"{ui.url}#view=timeline&c=1&f={middle}")
-            page.wait_for_selector(f'#spacer .row[data-seq="{_row_start(db, middle)}"]',
-                                   timeout=60_000)  # fmt: skip
+            _wait_row(page, middle)
             jump_ms.append((time.perf_counter() - t) * 1000)
+            context.close()
+            # The same link opened in a page of its own (a fresh browser context).
+            context = browser.new_context(viewport={"width": 1400, "height": 820})
+            page = context.new_page()
+            t = time.perf_counter()
+            page.goto(f"{ui.url}#view=timeline&c=1&f={middle + 1}")
+            _wait_row(page, middle + 1)
+            url_ms.append((time.perf_counter() - t) * 1000)
             context.close()
         finally:
             ui.close()
@@ -199,29 +215,178 @@ def first_screen(browser: Any, folder: Path, count: int, repeat: int) -> dict[st
                 ui.close()
     return {
         "frames": count, "db_mb": db.stat().st_size / 1e6, "built_s": built,
-        "page_ms": page_ms, "api_ms": api_ms, "jump_ms": jump_ms,
+        "page_ms": page_ms, "api_ms": api_ms, "jump_ms": jump_ms, "url_ms": url_ms,
     }  # fmt: skip
 
 
-def _row_start(db: Path, seq: int) -> int:
-    """The first seq of the timeline row that holds ``seq`` (runs of chunks start earlier)."""
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+_ROW_ON_SCREEN = """seq => [...document.querySelectorAll('#spacer .row')].some(
+    r => Number(r.dataset.seq) <= seq && seq <= Number(r.dataset.last || r.dataset.seq))"""
+
+
+_DETAIL_OF = """seq => { const h = document.querySelector('#detail h2');
+    return h && h.textContent.startsWith('Frame ' + seq + ' '); }"""
+
+
+def _wait_row(page: Any, seq: int) -> None:
+    """Until the row holding frame ``seq`` is on screen (a run holds the frames after its
+    first) and the frame's detail is open."""
+    page.wait_for_function(_ROW_ON_SCREEN, arg=seq, timeout=60_000)
+    page.wait_for_function(_DETAIL_OF, arg=seq, timeout=60_000)
+
+
+# --------------------------------------------------------------------------- conversation
+
+
+def alternating(count: int) -> Iterator[tuple[Direction, bytes]]:
+    """One prompt turn whose answer is ``count`` chunks, thought and message in turn (every
+    chunk a conversation item of its own)."""
+    c2a, a2c = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
+    yield c2a, _line({"jsonrpc": "2.0", "id": 1, "method": "session/prompt", "params": {
+        "sessionId": "s1", "prompt": [{"type": "text", "text": "question"}]}})  # fmt: skip
+    for i in range(count):
+        kind = "agent_thought_chunk" if i % 2 == 0 else "agent_message_chunk"
+        yield a2c, _update({"sessionUpdate": kind, "content": {"type": "text", "text": f"w{i} "}})
+    yield a2c, _line({"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}})
+
+
+def write_exchange(path: Path, exchange: Iterator[tuple[Direction, bytes]]) -> None:
+    db = connect(path, recorder=True)
+    writer = RecordingWriter.start(db, NewConnection(["bench-agent"], "/", "bench", 1))
+    observer = ConnectionObserver()
+    offsets = dict.fromkeys(Direction, 0)
+    clock, batch = time.monotonic_ns(), list[FrameRecord]()
+    for direction, raw in exchange:
+        clock += 20_000
+        batch.append(observer.observe(direction, Frame(raw, offsets[direction]), clock, clock))
+        offsets[direction] += len(raw)
+        if len(batch) == 20_000:
+            writer.append(batch)
+            batch = []
+    writer.append(batch)
+    writer.update(status="exited", exit_code=0, ended_ns=time.time_ns())
+    writer.checkpoint()
+    db.close()
+
+
+# (A page without the status line shows everything at once.)
+_CONVERSATION_READ = """() => { const s = document.querySelector('#conversation-status');
+    return !s || (s.textContent.includes('frames') && !s.textContent.includes('reading')); }"""
+
+
+def conversation(browser: Any, folder: Path, chunks: int, repeat: int) -> dict[str, Any]:
+    """A fresh server and page per repeat: ``goto`` of the conversation to its first item,
+    and to the moment every frame is read (the page stops saying "reading")."""
+    db = folder / f"conversation-{chunks}.sqlite"
+    write_exchange(db, alternating(chunks))
+    first_ms, whole_ms = [], []
+    for index in range(repeat):
+        ui = Ui(db, folder / f"ui-conversation-{index}.log")
+        try:
+            context = browser.new_context(viewport={"width": 1400, "height": 820})
+            page = context.new_page()
+            t = time.perf_counter()
+            page.goto(f"{ui.url}#view=conversation&c=1")
+            page.wait_for_selector("#conversation .item", timeout=180_000)
+            first_ms.append((time.perf_counter() - t) * 1000)
+            page.wait_for_function(_CONVERSATION_READ, timeout=120_000)
+            whole_ms.append((time.perf_counter() - t) * 1000)
+            context.close()
+        finally:
+            ui.close()
+    return {"chunks": chunks, "first_ms": first_ms, "whole_ms": whole_ms}
+
+
+# --------------------------------------------------------------------------- fan-out
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def fan_out(folder: Path, clients: int, rate: int, seconds: float) -> dict[str, Any]:
+    """``clients`` pages' worth of HTTP clients follow one live connection while a writer
+    commits ``rate`` frames a second: each holds the event stream open (``frames=0``, as the
+    page does) and reads the newest rows at most every 200 ms after a progress event, as the
+    page does. Measured: ``/api/connections`` latency (a probe every 250 ms) and the server's
+    CPU time over the run."""
+    import asyncio
+
+    import httpx
+
+    db = folder / "fan-out.sqlite"
+    handle = connect(db)
+    writer = RecordingWriter.start(handle, NewConnection(["bench-agent"], "/", "bench", 1))
+    source = records(10**9)
+    writer.append([next(source) for _ in range(100)])
+    ui = Ui(db, folder / "ui-fan-out.log")
+    stop = threading.Event()
+
+    def write() -> None:
+        per_tick = max(1, rate // 20)
+        next_at = time.monotonic()
+        while not stop.is_set():
+            writer.append([next(source) for _ in range(per_tick)])
+            next_at += 0.05
+            time.sleep(max(0.0, next_at - time.monotonic()))
+
+    row_ms: list[float] = []
+
+    async def follow(client: httpx.AsyncClient, done: asyncio.Event) -> int:
+        reads, last_read, total = 0, 0.0, 0
+        async with client.stream("GET", ui.url + "api/events?connection=1&frames=0") as events:
+            async for line in events.aiter_lines():
+                if done.is_set():
+                    break
+                if not line.startswith("event: progress"):
+                    continue
+                if time.monotonic() - last_read < 0.2:
+                    continue
+                last_read = time.monotonic()
+                last = max(0, total - 1)
+                window = {"offset": last - last % 100, "limit": 100}
+                t = time.perf_counter()
+                got = await client.get(ui.url + "api/connections/1/rows", params=window)
+                row_ms.append((time.perf_counter() - t) * 1000)
+                total = orjson.loads(got.content)["total"]
+                reads += 1
+        return reads
+
+    async def run() -> dict[str, Any]:
+        done = asyncio.Event()
+        latencies: list[float] = []
+        limits = httpx.Limits(max_connections=clients + 10)
+        async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+            followers = [asyncio.create_task(follow(client, done)) for _ in range(clients)]
+            await asyncio.sleep(2)  # every stream open
+            cpu0, t0 = _cpu_s(ui.process.pid), time.monotonic()
+            # The probe is a process of its own: this one is busy being fifty clients.
+            prober = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "tests.perf.bench_ui", "--probe", ui.url, str(seconds),
+                stdout=asyncio.subprocess.PIPE, env=env() | {"PYTHONPATH": str(REPO)},
+            )  # fmt: skip
+            out, _ = await prober.communicate()
+            cpu = (_cpu_s(ui.process.pid) - cpu0) / (time.monotonic() - t0)
+            latencies += json.loads(out)
+            done.set()
+            for task in followers:
+                task.cancel()
+            reads = [r for r in await asyncio.gather(*followers, return_exceptions=True)
+                     if isinstance(r, int)]  # fmt: skip
+        del reads
+        return {"connections_ms": latencies, "server_cores": cpu, "row_reads": len(row_ms),
+                "rows_ms": row_ms}  # fmt: skip
+
+    thread = threading.Thread(target=write)
+    thread.start()
     try:
-        rows = con.execute(
-            "SELECT seq, update_kind, message_id FROM frame WHERE connection_id = 1 "
-            "AND seq <= ? ORDER BY seq DESC LIMIT 100",
-            (seq,),
-        ).fetchall()
+        result = asyncio.run(run())
     finally:
-        con.close()
-    start, kind, message = rows[0]
-    if not (kind or "").endswith("_chunk"):
-        return int(start)
-    for other, other_kind, other_message in rows[1:]:
-        if (other_kind, other_message) != (kind, message):
-            break
-        start = other
-    return int(start)
+        stop.set()
+        thread.join()
+        ui.close()
+        handle.close()
+    return {"clients": clients, "rate": rate, "seconds": seconds, **result}
 
 
 # --------------------------------------------------------------------------- live delay
@@ -327,7 +492,25 @@ def forwarding(folder: Path, repeat: int, count: int) -> dict[str, Any]:
 # --------------------------------------------------------------------------- main
 
 
+def probe(url: str, seconds: float) -> list[float]:
+    """``/api/connections`` latencies, one request every 250 ms for ``seconds``."""
+    import httpx
+
+    out: list[float] = []
+    end = time.monotonic() + seconds
+    with httpx.Client(timeout=60) as client:
+        while time.monotonic() < end:
+            t = time.perf_counter()
+            client.get(url + "api/connections").raise_for_status()
+            out.append((time.perf_counter() - t) * 1000)
+            time.sleep(0.25)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv is None and sys.argv[1:2] == ["--probe"]:
+        print(json.dumps(probe(sys.argv[2], float(sys.argv[3]))))
+        return 0
     parser = argparse.ArgumentParser(prog="python -m tests.perf.bench_ui", description=__doc__)
     parser.add_argument("--frames", type=int, nargs="*", default=[100_000, 1_000_000],
                         help="recording sizes for the first screen (none: skip it)")  # fmt: skip
@@ -335,8 +518,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--live", type=int, default=200, help="frames (0: skip)")
     parser.add_argument("--forward-repeat", type=int, default=5)
     parser.add_argument("--forward-count", type=int, default=300_000)
+    parser.add_argument("--conversation", type=int, default=100_000,
+                        help="chunks in the conversation's recording (0: skip)")  # fmt: skip
+    parser.add_argument("--clients", type=int, default=50, help="fan-out clients (0: skip)")
+    parser.add_argument("--rate", type=int, default=1000, help="fan-out frames per second")
+    parser.add_argument("--seconds", type=float, default=10.0, help="fan-out duration")
+    parser.add_argument("--source", type=Path, default=REPO,
+                        help="the checkout whose acp-proxy ui is measured")  # fmt: skip
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
+    SOURCE[0] = args.source.resolve()
     from playwright.sync_api import sync_playwright
 
     folder = Path(tempfile.mkdtemp(prefix="acp-ui-bench-"))
@@ -348,20 +539,42 @@ def main(argv: list[str] | None = None) -> int:
             report["first_screen"] = [
                 first_screen(browser, folder, n, args.repeat) for n in args.frames
             ]
+            if args.conversation:
+                report["conversation"] = conversation(browser, folder, args.conversation,
+                                                      args.repeat)  # fmt: skip
             if args.live:
                 report["live"] = live_delay(browser, folder, args.live)
             browser.close()
+        if args.clients:
+            report["fan_out"] = fan_out(folder, args.clients, args.rate, args.seconds)
         if args.forward_repeat:
             report["forwarding"] = forwarding(folder, args.forward_repeat, args.forward_count)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     if report["first_screen"]:
-        print("| frames | database | first screen (page) | first rows (API) | jump to middle |")
-        print("|---:|---:|---:|---:|---:|")
+        print("| frames | database | first screen (page) | first rows (API) | jump to middle "
+              "| middle frame by URL (new page) |")  # fmt: skip
+        print("|---:|---:|---:|---:|---:|---:|")
     for part in report["first_screen"]:
-        page, api, jump = (median(part[k]) for k in ("page_ms", "api_ms", "jump_ms"))
+        page, api, jump, url = (median(part.get(k, [])) for k in
+                                ("page_ms", "api_ms", "jump_ms", "url_ms"))  # fmt: skip
         print(f"| {part['frames']:,} | {part['db_mb']:.0f} MB | {page:.0f} ms | {api:.0f} ms "
-              f"| {jump:.0f} ms |")  # fmt: skip
+              f"| {jump:.0f} ms | {url:.0f} ms |")  # fmt: skip
+    if "conversation" in report:
+        c = report["conversation"]
+        print(
+            f"\nconversation of {c['chunks']:,} alternating chunks: first items "
+            f"{median(c['first_ms']):.0f} ms, every frame read {median(c['whole_ms']):.0f} ms"
+        )
+    if "fan_out" in report:
+        f = report["fan_out"]
+        print(
+            f"\n{f['clients']} clients, {f['rate']} frames/s for {f['seconds']:.0f} s: "
+            f"/api/connections p50 {median(f['connections_ms']):.0f} ms, p95 "
+            f"{percentile(f['connections_ms'], 95):.0f} ms ({len(f['connections_ms'])} probes); "
+            f"server {f['server_cores']:.2f} cores; {f['row_reads']} row reads, p50 "
+            f"{median(f['rows_ms']):.0f} ms"
+        )
     if "live" in report:
         live = report["live"]["delays_ms"]
         print(f"\nlive delay, commit to page, {len(live)} frames: median {median(live):.0f} ms, "

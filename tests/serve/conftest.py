@@ -44,15 +44,22 @@ def env() -> dict[str, str]:
     return environ
 
 
-def wait_for(check: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
-    """Poll ``check`` until it returns something true, or fail after ``timeout`` seconds."""
+def wait_for(
+    check: Callable[[], Any],
+    what: str,
+    timeout: float = 10.0,
+    fail: Callable[[], Any] | None = None,
+) -> Any:
+    """Poll ``check`` until it returns something true, or fail after ``timeout`` seconds
+    (saying what ``fail`` returns then)."""  # fmt: skip
     deadline = time.monotonic() + timeout
     while True:
         found = check()
         if found:
             return found
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}")
+            seen = f" ({fail()})" if fail is not None else ""
+            pytest.fail(f"timed out after {timeout}s waiting for {what}{seen}")
         time.sleep(0.02)
 
 

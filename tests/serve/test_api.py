@@ -85,7 +85,7 @@ def test_nothing_but_reads_and_the_headers_say_so(served: Served, db_path: Path)
     assert "unsafe-inline" not in csp
     assert "default-src 'none'" in csp
     assert page.headers["x-content-type-options"] == "nosniff"
-    assert '<script src="static/app.js"' in page.text
+    assert '<script type="module" src="static/app.js"' in page.text
     assert "<script>" not in page.text
     for path in ("api/connections", "api/connections/2/rows", "api/connections/2/frames/1",
                  "api/connections/1/conversation", "api/connections/1/latency",
@@ -114,7 +114,12 @@ def test_rows_collapse_a_chunk_run_and_filter(served: Served) -> None:
     run_frames = get(served, "api/connections/2/frames", params={"first": 2, "last": 6})
     assert [f["seq"] for f in run_frames.json()["frames"]] == [2, 3, 4, 5, 6]
     located = get(served, "api/connections/2/locate", params={"seq": 4}).json()
-    assert located == {"index": 1, "total": 3, "caught_up": True}
+    assert located == {"index": 1, "total": 3, "caught_up": True, "behind": False}
+    # A timeline that starts at a frame: positions count from there, the run is cut there.
+    started = get(served, "api/connections/2/rows", params={"from": 4}).json()
+    assert [(r["first_seq"], r["count"]) for r in started["rows"]] == [(4, 3), (7, 1)]
+    located = get(served, "api/connections/2/locate", params={"seq": 7, "from": 4}).json()
+    assert located["index"] == 1
     assert get(served, "api/connections/2/rows", params={"direction": "up"}).status_code == 400
     assert get(served, "api/connections/9/rows").status_code == 404
 
@@ -253,3 +258,40 @@ def test_another_host_is_warned_about(db_path: Path, serve_ui: Any) -> None:
     assert "warning: serving on 127.0.0.2, not loopback" in served.log.read_text()
     assert served.url.startswith("http://127.0.0.2:")
     assert get(served, "api/info").status_code == 200
+
+
+def test_streams_at_once_each_get_every_frame_once(db_path: Path, serve_ui: Any) -> None:
+    """Streams share one watcher and one encoding of each frame: each still gets every frame
+    once and in order, whether it started from the beginning or joined later."""
+    import threading
+
+    db = connect(db_path)
+    writer = RecordingWriter.start(db, NewConnection(["agent"], "/", "t", 1, label="live"))
+    _, records = observe_all(chunks(90))
+    writer.append(records[:10])
+    served: Served = serve_ui("--db", str(db_path))
+    url = served.url + f"api/events?connection={writer.connection_id}&after=0"
+    seen: dict[int, list[int]] = {}
+    opened = threading.Barrier(4)
+
+    def listen(name: int) -> None:
+        with httpx.stream("GET", url, timeout=20) as response:
+            got = seen.setdefault(name, [])
+            stream = events(response, 90, timeout=20)
+            got.append(int(next(stream)["id"]))
+            opened.wait(timeout=20)
+            got += [int(e["id"]) for e in stream]
+
+    listeners = [threading.Thread(target=listen, args=(n,)) for n in range(3)]
+    for listener in listeners:
+        listener.start()
+    opened.wait(timeout=20)
+    for start in range(10, 90, 20):  # committed while the three stream
+        writer.append(records[start : start + 20])
+    for listener in listeners:
+        listener.join(timeout=30)
+    query = "SELECT id FROM frame WHERE connection_id = ? ORDER BY id"
+    ids = [int(r[0]) for r in db.execute(query, (writer.connection_id,))]
+    assert len(ids) == 90
+    assert [seen[n] for n in range(3)] == [ids, ids, ids]
+    db.close()

@@ -170,13 +170,17 @@ def test_a_live_conversation_streams_into_the_page(
     wait_for(lambda: [r["seq"] for r in shown_rows(page)] == [prompt["seq"]], "the same view")
     assert page.input_value('#filters input[name="text"]') == PROMPT.upper()
 
-    # The sequence diagram: one arrow per message.
+    # The sequence diagram: one arrow per message, a run of chunks folded into one arrow.
     cid = recorded[0]["connection_id"]
     page.goto(f"{served.url}#view=sequence&c={cid}")
     protocol = [f for f in frames(db) if f["direction"] != "stderr"]
-    wait_for(lambda: page.locator("g.msg").count() == len(protocol), "one arrow per message")
-    arrows = page.eval_on_selector_all("g.msg", "gs => gs.map(g => Number(g.dataset.seq))")
-    assert arrows == [f["seq"] for f in protocol]
+    folded = expected_rows(protocol)
+    assert len(folded) < len(protocol)
+    wait_for(lambda: page.locator("g.msg").count() == len(folded), "one arrow per message")
+    arrows = page.eval_on_selector_all(
+        "g.msg", "gs => gs.map(g => [Number(g.dataset.seq), Number(g.dataset.count)])"
+    )
+    assert [tuple(a) for a in arrows] == folded
     screenshot(page, "sequence")
 
     # The conversation view shows the agent's text.
@@ -186,14 +190,16 @@ def test_a_live_conversation_streams_into_the_page(
     assert PROMPT in page.text_content("#conversation .item.user .body")
     screenshot(page, "conversation")
 
-    page.goto(f"{served.url}#view=latency&c={cid}")
+    page.goto(f"{served.url}#view=performance&c={cid}")
     page.wait_for_selector("#methods tbody tr")
     methods = page.eval_on_selector_all(
         "#methods tbody tr td:first-child", "c => c.map(x => x.textContent)"
     )
     assert {"initialize", "session/new", "session/prompt"} <= set(methods)
     assert page.locator("#turns tbody tr").count() == 1
-    screenshot(page, "latency")
+    page.wait_for_selector("#insights li")
+    assert "Live: figures cover" in page.text_content("#insights")
+    screenshot(page, "performance")
 
     client.stdin.close()
     assert client.wait(timeout=30) == 0

@@ -53,7 +53,12 @@ def exchange(reply: str) -> list[tuple[Any, bytes]]:
 
 def not_pwned(page: Any) -> None:
     assert page.evaluate("document.body.getAttribute('data-pwned')") is None
-    assert page.locator("#view script, #detail script, #view img, #detail img").count() == 0
+    assert (
+        page.locator(
+            "#view script, #detail script, #view img, #detail img, dialog script, dialog img"
+        ).count()
+        == 0
+    )
     assert page.locator('a[href^="javascript:"]').count() == 0
 
 
@@ -87,7 +92,7 @@ def test_hostile_text_never_runs(db_path: Path, serve_ui: Any, page: Any) -> Non
     page.click('#spacer .row[data-seq="9"]')  # not UTF-8: \xff\xfe as escapes
     wait_for(lambda: "\\xff\\xfe" in (page.text_content("#detail #raw") or ""), "invalid UTF-8")
     screenshot(page, "hostile")
-    for view in ("sequence", "latency", "conversation"):
+    for view in ("sequence", "performance", "conversation"):
         page.goto(f"{served.url}#view={view}&c=1")
         page.wait_for_selector("#sequence svg g.msg, #conversation .item, #methods")
         not_pwned(page)
@@ -97,6 +102,21 @@ def test_hostile_text_never_runs(db_path: Path, serve_ui: Any, page: Any) -> Non
     user.click()  # a javascript: URL shown as text is not a link
     assert page.url.startswith(served.url)
     assert IMG in page.text_content("#conversation .item.tool")
+    not_pwned(page)
+    # The session info, the palette and the insights show the same payloads as text.
+    page.keyboard.press("i")
+    page.wait_for_selector("#info[open] #versions")
+    assert SCRIPT in page.text_content("#info #versions")
+    assert IMG in page.text_content("#info #versions")
+    not_pwned(page)
+    page.keyboard.press("Escape")
+    page.keyboard.press("Control+k")
+    page.keyboard.type("script")
+    wait_for(lambda: SCRIPT in (page.text_content("#palette ul") or ""), "the palette")
+    not_pwned(page)
+    page.keyboard.press("Escape")
+    page.goto(f"{served.url}#view=performance&c=1")
+    page.wait_for_selector("#insights li")
     not_pwned(page)
 
 

@@ -195,12 +195,7 @@ class Pairing(Rule):
             )
 
     def finish(self) -> None:
-        for key, pending in self.state.pending.items():
-            if key not in self.state.cancel_requested:
-                self.report(
-                    pending.seq, pending.direction,
-                    f"{pending.method} request was never answered",
-                )  # fmt: skip
+        _report_unanswered(self, cancelled=False, says="request was never answered")
 
 
 class CancelledStillAnswered(Rule):
@@ -212,12 +207,7 @@ class CancelledStillAnswered(Rule):
     )  # fmt: skip
 
     def finish(self) -> None:
-        for key, pending in self.state.pending.items():
-            if key in self.state.cancel_requested:
-                self.report(
-                    pending.seq, pending.direction,
-                    f"{pending.method} got $/cancel_request but never a response",
-                )  # fmt: skip
+        _report_unanswered(self, cancelled=True, says="got $/cancel_request but never a response")
 
 
 class ErrorObject(Rule):
@@ -300,3 +290,10 @@ FRAMING_RULES: tuple[type[Rule], ...] = (
     Schema, OneMessagePerLine, JsonRpcVersion, V1Batch, EmptyBatch, LifecycleBatched, Pairing,
     CancelledStillAnswered, ErrorObject, ReservedErrorCode, UnknownMethod, WrongDirection,
 )  # fmt: skip
+
+
+def _report_unanswered(rule: Rule, *, cancelled: bool, says: str) -> None:
+    """At the end: every request still pending that was (or was not) cancelled."""
+    for key, pending in rule.state.pending.items():
+        if (key in rule.state.cancel_requested) == cancelled:
+            rule.report(pending.seq, pending.direction, f"{pending.method} {says}")

@@ -119,7 +119,7 @@ class V1CompactionGate(Rule):
         "send compaction updates only to clients that advertised the capability",
     )  # fmt: skip
     methods = frozenset({acp.SESSION_UPDATE})
-    update_kinds = frozenset({"compaction_update", "compaction_summary_chunk"})
+    update_kinds = acp.COMPACTION_KINDS
 
     def message(self, event: Event) -> None:
         caps = self.state.client_caps

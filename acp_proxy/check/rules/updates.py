@@ -15,7 +15,17 @@ import binascii
 import re
 from typing import Any
 
-from acp_proxy.check.base import ERROR, WARNING, Context, Event, Rule, RuleInfo, get, text
+from acp_proxy.check.base import (
+    ERROR,
+    WARNING,
+    Context,
+    Event,
+    Rule,
+    RuleInfo,
+    UpdateRule,
+    get,
+    text,
+)
 from acp_proxy.protocol import acp
 
 _EXT = "v2/draft/extensibility.mdx"
@@ -45,15 +55,13 @@ def reserved(value: Any, known: frozenset[str]) -> bool:
     return isinstance(value, str) and value not in known and not value.startswith("_")
 
 
-class ReservedValues(Rule):
+class ReservedValues(UpdateRule):
     info = RuleInfo(
         "ACP022", WARNING,
         "Custom stopReason, state, severity, status, tool kind and update kinds start with _",
         f"{_EXT}; v2/draft/prompt-lifecycle.mdx (Stop Reasons)",
         "prefix custom values with _; other unknown values are reserved for future ACP",
     )  # fmt: skip
-    kinds = frozenset({"notification"})
-    methods = frozenset({acp.SESSION_UPDATE})
 
     def message(self, event: Event) -> None:
         kind = event.update_kind
@@ -85,15 +93,13 @@ class ReservedValues(Rule):
             )
 
 
-class RecorderKeepsUnknown(Rule):
+class RecorderKeepsUnknown(UpdateRule):
     info = RuleInfo(
         "ACP023", WARNING,
         "Unknown update kinds are stored and forwarded verbatim (self-check of the recorder)",
         "schema/v2/schema.json SessionUpdate (other)",
         "a bug in acp-proxy: please report it with the frame",
     )  # fmt: skip
-    kinds = frozenset({"notification"})
-    methods = frozenset({acp.SESSION_UPDATE})
 
     def message(self, event: Event) -> None:
         record = self.context.record
@@ -189,14 +195,12 @@ class PathsAndBytes(Rule):
         return found
 
 
-class PlanIds(Rule):
+class PlanIds(UpdateRule):
     info = RuleInfo(
         "ACP026", ERROR,
         "Every plan_update plan carries planId; item plans send the full entry list",
         "v2/draft/agent-plan.mdx", 'give every plan a "planId" and items plans an "entries" list',
     )  # fmt: skip
-    kinds = frozenset({"notification"})
-    methods = frozenset({acp.SESSION_UPDATE})
     update_kinds = frozenset({"plan_update"})
 
     def message(self, event: Event) -> None:
@@ -207,15 +211,13 @@ class PlanIds(Rule):
             self.flag(event, "items plan without its entries list")
 
 
-class NoticeShape(Rule):
+class NoticeShape(UpdateRule):
     info = RuleInfo(
         "ACP027", ERROR,
         "A notice has a severity and a non-empty title; description is text or null",
         "v2/draft/prompt-lifecycle.mdx (Session Notices)",
         'send "severity" and a non-empty "title"; "description" only as a string or null',
     )  # fmt: skip
-    kinds = frozenset({"notification"})
-    methods = frozenset({acp.SESSION_UPDATE})
     update_kinds = frozenset({"notice"})
 
     def message(self, event: Event) -> None:

@@ -198,29 +198,17 @@ def _item(session: SessionView, item: Item) -> str:
             _text(f"{item.title}: {item.description or ''}"),
         )
     if isinstance(item, Terminal):
-        return _box(
-            "tool",
-            f"Terminal {_e(item.terminal_id)}",
-            f"<pre>{_e(item.output.decode(errors='replace'))}</pre>",
-        )
+        output = _pre(item.output.decode(errors="replace"))
+        return _box("tool", f"Terminal {_e(item.terminal_id)}", output)
     if isinstance(item, Compaction):
-        return _box(
-            "thought",
-            f"Compaction {_e(item.compaction_id)}: {_e(item.status or '?')}",
-            _text(present.content_text(item.summary)),
-        )
+        title = f"Compaction {_e(item.compaction_id)}: {_e(item.status or '?')}"
+        return _box("thought", title, _text(present.content_text(item.summary)))
     if isinstance(item, Subagent):
-        return _box(
-            "tool",
-            f"Subagent {_e(item.session_id)}",
-            f"<pre>{_e(present.to_json(dict(item.fields), pretty=True))}</pre>",
-        )
+        fields = _pre(present.to_json(dict(item.fields), pretty=True))
+        return _box("tool", f"Subagent {_e(item.session_id)}", fields)
     if isinstance(item, UnknownUpdate):
-        return _box(
-            "thought",
-            f"Update {_e(item.kind)} (kept verbatim)",
-            f"<pre>{_e(present.to_json(item.update, pretty=True))}</pre>",
-        )
+        update = _pre(present.to_json(item.update, pretty=True))
+        return _box("thought", f"Update {_e(item.kind)} (kept verbatim)", update)
     if isinstance(item, Call):
         outcome = (
             "error" if item.error is not None else ("sent" if item.notification else "answered")
@@ -229,6 +217,10 @@ def _item(session: SessionView, item: Item) -> str:
             f"<p><small>{_e(item.caller)}: <code>{_e(item.method)}</code> {outcome}</small></p>\n"
         )
     return ""
+
+
+def _pre(text: str) -> str:
+    return f"<pre>{_e(text)}</pre>"
 
 
 def _frame(frame: FrameRow, first_ns: int | None) -> str:

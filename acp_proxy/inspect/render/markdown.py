@@ -21,24 +21,7 @@ from typing import Any
 
 from acp_proxy.display import visible
 from acp_proxy.inspect.render import words as present
-from acp_proxy.inspect.transcript.values import (
-    Call,
-    Compaction,
-    Item,
-    Malformed,
-    Message,
-    Notice,
-    Permission,
-    Plan,
-    PromptTurn,
-    SessionView,
-    Subagent,
-    Terminal,
-    ToolCall,
-    TranscriptView,
-    TurnMark,
-    UnknownUpdate,
-)
+from acp_proxy.inspect.transcript import values as tv
 from acp_proxy.store.values import ConnectionRow
 
 ROLE_TITLES = {"user": "You", "agent": "Agent", "thought": "Thought", "session": "Session message"}
@@ -117,13 +100,13 @@ class _Page:
 
 
 def render_markdown(
-    view: TranscriptView, connection: ConnectionRow | None = None, *, timings: bool = True
+    view: tv.TranscriptView, connection: ConnectionRow | None = None, *, timings: bool = True
 ) -> str:
     page = _Page(timings)
     _header(page, view, connection)
     for session in view.sessions:
         _session(page, session)
-    problems = [e for e in view.events if isinstance(e, Malformed)]
+    problems = [e for e in view.events if isinstance(e, tv.Malformed)]
     if problems:
         page.add(
             "## Frames that were not JSON-RPC",
@@ -132,11 +115,11 @@ def render_markdown(
     return visible("\n\n".join(page.parts), lines=True) + "\n"
 
 
-def _version(view: TranscriptView) -> str:
+def _version(view: tv.TranscriptView) -> str:
     return "unknown" if view.protocol_version is None else str(view.protocol_version)
 
 
-def _header(page: _Page, view: TranscriptView, connection: ConnectionRow | None) -> None:
+def _header(page: _Page, view: tv.TranscriptView, connection: ConnectionRow | None) -> None:
     title = "ACP conversation"
     argv = connection.argv if connection else None
     client_argv = connection.client_argv if connection else None
@@ -158,7 +141,7 @@ def _header(page: _Page, view: TranscriptView, connection: ConnectionRow | None)
     page.add(f"# {title}", "\n".join(facts))
 
 
-def _session(page: _Page, session: SessionView) -> None:
+def _session(page: _Page, session: tv.SessionView) -> None:
     opened = f" (opened by {code(session.opened_by)})" if session.opened_by else ""
     page.add(f"## Session {code(session.session_id)}{opened}")
     if session.info.get("title"):
@@ -186,10 +169,10 @@ def _session(page: _Page, session: SessionView) -> None:
         page.add("### Session state", "\n".join(tail))
 
 
-def _item(page: _Page, session: SessionView, item: Item) -> None:
-    if isinstance(item, TurnMark):
+def _item(page: _Page, session: tv.SessionView, item: tv.Item) -> None:
+    if isinstance(item, tv.TurnMark):
         _turn_mark(page, session.turns[item.turn], item.end)
-    elif isinstance(item, Message):
+    elif isinstance(item, tv.Message):
         title = ROLE_TITLES.get(item.role, item.role)
         body = content(item.content) or "_(empty)_"
         if item.role == "thought":
@@ -204,22 +187,22 @@ def _item(page: _Page, session: SessionView, item: Item) -> None:
                 ]
                 extra = f" ({', '.join(who)})" if who else ""
             page.add(f"**{title}**{extra}", body)
-    elif isinstance(item, ToolCall):
+    elif isinstance(item, tv.ToolCall):
         _tool_call(page, item)
-    elif isinstance(item, Plan):
+    elif isinstance(item, tv.Plan):
         lines = [f"- {_plan_line(e)}" for e in item.entries] or [
             fence(present.to_json(dict(item.body), pretty=True), "json")
         ]
         page.add(f"**Plan**{' ' + code(item.plan_id) if item.plan_id else ''}", "\n".join(lines))
-    elif isinstance(item, Permission):
+    elif isinstance(item, tv.Permission):
         _permission(page, item)
-    elif isinstance(item, Notice):
+    elif isinstance(item, tv.Notice):
         detail = f": {item.description}" if item.description else ""
         page.add(
             f"> **Notice** ({text(item.severity or 'info')}, live, not history): "
             f"{text(item.title or '')}{text(detail)}"
         )
-    elif isinstance(item, Terminal):
+    elif isinstance(item, tv.Terminal):
         fields = item.fields
         command = f" {code(str(fields['command']))}" if fields.get("command") else ""
         status = fields.get("exitStatus")
@@ -228,21 +211,21 @@ def _item(page: _Page, session: SessionView, item: Item) -> None:
             f"**Terminal** {code(item.terminal_id)}{command}{ended}",
             fence(item.output.decode(errors="replace")),
         )
-    elif isinstance(item, Compaction):
+    elif isinstance(item, tv.Compaction):
         error = f": {text(item.fields['error'])}" if item.fields.get("error") else ""
         status = text(item.status or "unknown")
         page.add(f"**Context compaction** {code(item.compaction_id)}: {status}{error}")
         if item.summary:
             page.add(quote(content(item.summary)))
-    elif isinstance(item, Subagent):
+    elif isinstance(item, tv.Subagent):
         state = item.fields.get("state")
         state_word = state.get("state") if isinstance(state, dict) else state
         title = f" {text(item.fields['title'])}" if item.fields.get("title") else ""
         state_text = text(state_word or "unknown state")
         page.add(f"**Subagent** {code(item.session_id)}{title}: {state_text}")
-    elif isinstance(item, Call):
+    elif isinstance(item, tv.Call):
         _call(page, item)
-    elif isinstance(item, UnknownUpdate):
+    elif isinstance(item, tv.UnknownUpdate):
         page.add(
             f"**Update** {code(item.kind)} (not known to acp-proxy, kept verbatim)",
             fence(present.to_json(item.update, pretty=True), "json"),
@@ -257,7 +240,7 @@ def _plan_line(entry: Any) -> str:
     return f"{mark} {text(entry.get('content', ''))}{priority}"
 
 
-def _turn_mark(page: _Page, turn: PromptTurn, end: bool) -> None:
+def _turn_mark(page: _Page, turn: tv.PromptTurn, end: bool) -> None:
     if not end:
         page.add(f"### Turn {turn.index + 1}")
         return
@@ -276,7 +259,7 @@ def _turn_mark(page: _Page, turn: PromptTurn, end: bool) -> None:
     page.add(" ".join(parts))
 
 
-def _tool_call(page: _Page, tool: ToolCall) -> None:
+def _tool_call(page: _Page, tool: tv.ToolCall) -> None:
     kind = tool.fields.get("kind")
     head = f"**Tool call** {code(tool.title)}: {text(tool.status or 'no status')}" + (
         f" ({text(kind)})" if kind else ""
@@ -291,7 +274,7 @@ def _tool_call(page: _Page, tool: ToolCall) -> None:
         page.add(fence("\n\n".join(present.tool_content_text(c) for c in tool.content)))
 
 
-def _permission(page: _Page, permission: Permission) -> None:
+def _permission(page: _Page, permission: tv.Permission) -> None:
     params: Any = permission.params
     tool = params.get("toolCall") if isinstance(params, dict) else None
     title = params.get("title") if isinstance(params, dict) else None
@@ -307,7 +290,7 @@ def _permission(page: _Page, permission: Permission) -> None:
     )
 
 
-def _call(page: _Page, call: Call) -> None:
+def _call(page: _Page, call: tv.Call) -> None:
     params = call.params if isinstance(call.params, dict) else {}
     subject = params.get("path") or params.get("command") or params.get("terminalId")
     about = f" {code(str(subject))}" if subject else ""

@@ -7,10 +7,13 @@ Rules:
   ``segments`` (present.py). A frame's exact bytes are also served as a download.
 - Bad parameters are 400 with one line; an unknown connection or frame is 404.
 - The app is built by ``create_app`` around an ``Inspector``; ``security.Gate`` wraps it.
+- The page's own files (``static/``) are read once when the app is built and served from
+  memory; nothing outside that folder is ever served.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,15 +23,16 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import FileResponse, Response, StreamingResponse
-from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
 
 from acp_proxy import __version__
 from acp_proxy.errors import AcpProxyError, UnknownRecording
 from acp_proxy.inspect.render import words
 from acp_proxy.protocol.decode import json_or_none
 from acp_proxy.serve.ui import events, present
+from acp_proxy.serve.ui import sequence as sequence_fold
+from acp_proxy.serve.ui.rows import chunk_key
 from acp_proxy.serve.ui.state import Inspector
 from acp_proxy.store import readers as store_read
 from acp_proxy.store import ui_reads
@@ -39,6 +43,13 @@ MAX_LIMIT = 2000
 TREE_BYTES = 4 * 1024 * 1024
 SHOWN_BYTES = 1024 * 1024
 DIFF_ITEMS = 5000
+FIELD_CHANGES = 50
+CONVERSATION_PAGE = 500
+LOCATE_BUDGET_S = 0.08
+SHARED_ANSWERS = 256
+SEQUENCE_PAGE = 2000
+WATERFALL_CALLS = 2000
+SEQUENCE_SCAN = 50_000
 
 
 class Json(Response):
@@ -81,12 +92,44 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         except AcpProxyError as error:
             raise HTTPException(500, str(error)) from None
 
+    shared: dict[tuple[Any, ...], tuple[int, asyncio.Future[bytes]]] = {}
+
+    async def once_per_change(key: tuple[Any, ...], compute: Callable[[], Any]) -> Response:
+        """The answer for ``key``, computed once per change the event streams' watcher saw
+        (however many pages ask at once); without open streams, computed every time."""
+        generation = events.watch_of(inspector).generation()
+        if generation is None:
+            return Json(await threaded(compute))
+        found = shared.get(key)
+        if found is None or found[0] != generation:
+            future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+            shared[key] = (generation, future)
+            if len(shared) > SHARED_ANSWERS:
+                del shared[next(iter(shared))]
+            try:
+                future.set_result(bytes(Json(await threaded(compute)).body))
+            except BaseException as error:
+                future.set_exception(error)
+                shared.pop(key, None)
+                raise
+            found = shared.get(key, (generation, future))
+        body = await asyncio.shield(found[1])
+        return Response(body, media_type=Json.media_type)
+
     def connection_id(request: Request) -> int:
         value: int = request.path_params["cid"]
         return value
 
+    assets = _assets()
+
     async def index(_: Request) -> Response:
-        return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8")
+        return Response(assets["index.html"][0], media_type=assets["index.html"][1])
+
+    async def static(request: Request) -> Response:
+        found = assets.get(request.path_params["path"])
+        if found is None:
+            raise HTTPException(404, "no such file")
+        return Response(found[0], media_type=found[1])
 
     async def info(_: Request) -> Response:
         return Json({
@@ -95,9 +138,12 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         })  # fmt: skip
 
     async def connections(_: Request) -> Response:
-        found = await threaded(inspector.overviews)
-        last = await threaded(lambda: ui_reads.max_frame_id(inspector.db.get()))
-        return Json({"connections": found, "last_frame_id": last})
+        def read() -> dict[str, Any]:
+            found = inspector.overviews()
+            last = ui_reads.max_frame_id(inspector.db.get())
+            return {"connections": found, "last_frame_id": last}
+
+        return await once_per_change(("connections",), read)
 
     async def connection(request: Request) -> Response:
         found = await threaded(inspector.head, connection_id(request))
@@ -110,14 +156,21 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         offset = _int(request, "offset", 0)
         limit = _int(request, "limit", 100, 0, MAX_LIMIT)
         scan = request.query_params.get("scan") == "1"
+        start = _int(request, "from", 0)
         await _exists(cid)
-        return Json(await threaded(inspector.rows, cid, where, offset, limit, scan))
+        if scan:
+            return Json(await threaded(inspector.rows, cid, where, offset, limit, scan, start))
+        key = ("rows", cid, where.key(), offset, limit, start)
+        return await once_per_change(
+            key, lambda: inspector.rows(cid, where, offset, limit, scan, start)
+        )
 
     async def locate(request: Request) -> Response:
         cid, where = connection_id(request), _filter(request)
-        seq = _int(request, "seq", 1)
+        seq, start = _int(request, "seq", 1), _int(request, "from", 0)
+        budget = LOCATE_BUDGET_S if request.query_params.get("quick") == "1" else None
         await _exists(cid)
-        return Json(await threaded(inspector.locate, cid, where, seq))
+        return Json(await threaded(inspector.locate, cid, where, seq, start, budget))
 
     async def run_frames(request: Request) -> Response:
         cid, where = connection_id(request), _filter(request)
@@ -164,22 +217,31 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
     async def sequence(request: Request) -> Response:
         cid = connection_id(request)
         after, limit = _int(request, "after", 0), _int(request, "limit", 400, 1, MAX_LIMIT)
-
-        def read() -> list[dict[str, Any]]:
-            found = ui_reads.protocol_frames(inspector.db.get(), cid, after, limit)
-            return [present.frame_summary(f) for f in found]
-
-        return Json({"messages": await threaded(read)})
+        key = request.query_params.get("run") or None
+        await _exists(cid)
+        return Json(await threaded(_sequence, inspector, cid, after, limit, key))
 
     async def conversation(request: Request) -> Response:
         cid = connection_id(request)
+        offset = _int(request, "offset", 0)
+        limit = _int(request, "limit", CONVERSATION_PAGE, 0, 10 * CONVERSATION_PAGE)
         await _exists(cid)
-        return Json(await threaded(_conversation, inspector, cid))
+        return Json(await threaded(_conversation, inspector, cid, offset, limit))
 
     async def latency(request: Request) -> Response:
         cid = connection_id(request)
         await _exists(cid)
         return Json(await threaded(_latency, inspector, cid))
+
+    async def session_info(request: Request) -> Response:
+        cid = connection_id(request)
+        await _exists(cid)
+        return Json(await threaded(_session_info, inspector, cid))
+
+    async def performance(request: Request) -> Response:
+        cid = connection_id(request)
+        await _exists(cid)
+        return Json(await threaded(_performance, inspector, cid))
 
     async def diff(request: Request) -> Response:
         q = request.query_params
@@ -237,14 +299,29 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         Route(f"{c}/sequence", sequence),
         Route(f"{c}/conversation", conversation),
         Route(f"{c}/latency", latency),
+        Route(f"{c}/performance", performance),
+        Route(f"{c}/info", session_info),
         Route("/api/diff", diff),
         Route("/api/events", stream),
-        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        Route("/static/{path:path}", static),
     ]
     return Starlette(routes=routes, exception_handlers={HTTPException: not_found})
 
 
 # --------------------------------------------------------------------------- builders
+
+_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+          ".css": "text/css; charset=utf-8"}  # fmt: skip
+
+
+def _assets() -> dict[str, tuple[bytes, str]]:
+    """The page's files (package data, a few kilobytes), read once: served from memory, a
+    cold page asks for twenty of them at once."""
+    found = {}
+    for path in STATIC.rglob("*"):
+        if path.is_file() and path.suffix in _TYPES:
+            found[path.relative_to(STATIC).as_posix()] = (path.read_bytes(), _TYPES[path.suffix])
+    return found
 
 
 def _detail(inspector: Inspector, cid: int, seq: int) -> dict[str, Any] | None:
@@ -289,23 +366,61 @@ def _detail(inspector: Inspector, cid: int, seq: int) -> dict[str, Any] | None:
     return out
 
 
-def _conversation(inspector: Inspector, cid: int) -> dict[str, Any]:
-    view = inspector.transcript(cid)
-    sessions = []
-    for session in view.sessions:
-        sessions.append({
-            "session_id": session.session_id, "opened_by": session.opened_by,
-            "state": session.state, "mode": session.mode,
-            "usage": words.usage_text(session.usage) if session.usage else None,
-            "items": [present.item_data(i, session.turns) for i in session.timeline],
-        })  # fmt: skip
+def _sequence(
+    inspector: Inspector, cid: int, after: int, limit: int, key: str | None
+) -> dict[str, Any]:
+    """Up to ``limit`` arrows after frame ``after``, runs folded; ``run`` is the run the
+    previous page ended in. ``end``: every frame committed so far was read."""
+    db = inspector.db.get()
+    arrows: list[dict[str, Any]] = []
+    scanned, end = 0, False
+    while len(arrows) <= limit and scanned < SEQUENCE_SCAN:
+        found = ui_reads.protocol_frames(db, cid, after, SEQUENCE_PAGE)
+        got, key = sequence_fold.fold(found, key)
+        if got and got[0].get("continues") and arrows:
+            head = got.pop(0)
+            arrows[-1]["count"] += head["count"]
+            arrows[-1]["last_seq"] = head["last_seq"]
+        arrows += got
+        scanned += len(found)
+        if found:
+            after = found[-1]["seq"]
+        if len(found) < SEQUENCE_PAGE:
+            end = True
+            break
+    if len(arrows) > limit:
+        arrows = arrows[:limit]
+        last = arrows[-1]
+        after, end = last["last_seq"], False
+        key = chunk_key(last["direction"], last["session_id"], last["update_kind"],
+                        last["message_id"])  # fmt: skip
     return {
+        "messages": [present.frame_summary(a) for a in arrows],
+        "after": after, "run": key, "end": end,
+    }  # fmt: skip
+
+
+def _conversation_entries(view: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The conversation as one list of entries: events, then each session's heading and items."""
+    entries = [present.item_data(e, ()) for e in view.events]
+    for session in view.sessions:
+        entries.append({
+            "type": "Session", "session_id": session.session_id,
+            "opened_by": session.opened_by, "state": session.state, "mode": session.mode,
+            "usage": words.usage_text(session.usage) if session.usage else None,
+        })  # fmt: skip
+        entries += [present.item_data(i, session.turns) for i in session.timeline]
+    head = {
         "protocol_version": view.protocol_version,
         "agent": words.peer(view.agent_info),
         "client": words.peer(view.client_info),
-        "sessions": sessions, "events": [present.item_data(e, ()) for e in view.events],
         "frames": view.frames,
     }  # fmt: skip
+    return head, entries
+
+
+def _conversation(inspector: Inspector, cid: int, offset: int, limit: int) -> dict[str, Any]:
+    return inspector.conversation_page(cid, offset, limit, _conversation_entries)
 
 
 def _latency(inspector: Inspector, cid: int) -> dict[str, Any]:
@@ -319,8 +434,44 @@ def _latency(inspector: Inspector, cid: int) -> dict[str, Any]:
     return {"methods": methods, "turns": turns}
 
 
+def _session_info(inspector: Inspector, cid: int) -> dict[str, Any]:
+    from acp_proxy.serve.ui import session_info
+
+    db = inspector.db.get()
+    methods = ("initialize", *session_info.SESSION_METHODS)
+    exchanges = ui_reads.requests_with_answers(db, cid, methods, session_info.SESSIONS_SHOWN + 1)
+    sessions = list(inspector.transcript(cid).sessions)
+    return session_info.build(exchanges, sessions, ui_reads.extension_methods(db, cid))
+
+
+def _performance(inspector: Inspector, cid: int) -> dict[str, Any]:
+    """Latency tables, insights from complete pairs, and the first calls for the waterfall."""
+    from acp_proxy.protocol.insights import Span, insights
+
+    db = inspector.db.get()
+    live = store_read.status(db, cid) == "running"
+    out = _latency(inspector, cid)
+    spans = [Span(seq, method or "", direction, start, latency, bool(error))
+             for seq, method, direction, start, latency, error, _ in
+             ui_reads.call_spans(db, cid, 2**62)]  # fmt: skip
+    out["insights"] = insights(spans)
+    shown = ui_reads.call_spans(db, cid, WATERFALL_CALLS)
+    out["calls"] = [
+        {"seq": seq, "method": method, "direction": direction, "start_ns": start,
+         "latency_ns": latency, "error": bool(error), "answer_seq": answer}
+        for seq, method, direction, start, latency, error, answer in shown
+    ]  # fmt: skip
+    out["calls_total"] = len(spans)
+    out["live"] = live
+    head = ui_reads.connection_head(db, cid)
+    out["first_mono_ns"] = head["first_mono_ns"] if head else None
+    out["last_mono_ns"] = head["last_mono_ns"] if head else None
+    return out
+
+
 def _diff(inspector: Inspector, a: str, b: str, strict: bool, ignore: list[str]) -> dict[str, Any]:
     from acp_proxy.check.scope_diff import diff_scopes
+    from acp_proxy.protocol.alignment import align, changes, present
     from acp_proxy.protocol.diffing import DIRECTIONS
     from acp_proxy.store.frames import scope
 
@@ -344,12 +495,23 @@ def _diff(inspector: Inspector, a: str, b: str, strict: bool, ignore: list[str])
     for direction in DIRECTIONS:
         left, right = sides[0][direction], sides[1][direction]
         pairs = []
-        for index in range(min(DIFF_ITEMS, max(len(left), len(right)))):
-            x = left[index] if index < len(left) else None
-            y = right[index] if index < len(right) else None
+        aligned = align([x.text for x in left[:DIFF_ITEMS]], [y.text for y in right[:DIFF_ITEMS]])
+        for i, j in aligned:
+            x = left[i] if i is not None else None
+            y = right[j] if j is not None else None
             same = x is not None and y is not None and x.text == y.text
-            pairs.append({"a": shown(x), "b": shown(y), "same": same})
+            pair: dict[str, Any] = {"a": shown(x), "b": shown(y), "same": same}
+            if not same and x is not None and y is not None and x.value is not None:
+                pair["changes"] = [
+                    {"path": path, "a": words.to_json(u) if present(u) else None,
+                     "b": words.to_json(v) if present(v) else None}
+                    for path, u, v in changes(x.value, y.value, FIELD_CHANGES)
+                ]  # fmt: skip
+            pairs.append(pair)
         directions[direction] = pairs
+    ids = [int(str(n["connection_id"])) for n in names]
+    metadata = _metadata_diff(inspector, ids)
+    latency = _latency_deltas(db, ids)
     divergence = None
     if result.divergence is not None:
         d = result.divergence
@@ -360,4 +522,47 @@ def _diff(inspector: Inspector, a: str, b: str, strict: bool, ignore: list[str])
     return {
         "sides": names, "equal": result.equal, "counts": result.counts,
         "divergence": divergence, "directions": directions,
+        "metadata": metadata, "latency": latency,
     }  # fmt: skip
+
+
+def _metadata_diff(inspector: Inspector, ids: list[int]) -> list[dict[str, Any]]:
+    """Versions, negotiated protocol and capabilities of both sides, row by row."""
+    infos = [_session_info(inspector, cid) for cid in ids]
+    rows: list[dict[str, Any]] = []
+
+    def add(name: str, a: Any, b: Any) -> None:
+        x, y = words.to_json(a), words.to_json(b)
+        rows.append({"field": name, "a": x, "b": y, "same": x == y})
+
+    for side in ("agent", "client"):
+        add(f"{side} info", infos[0][side]["info"], infos[1][side]["info"])
+        add(f"{side} protocol version", infos[0][side]["protocol_version"],
+            infos[1][side]["protocol_version"])  # fmt: skip
+    add("negotiated protocol version", infos[0]["negotiated_version"],
+        infos[1]["negotiated_version"])  # fmt: skip
+    for side, column in (("client", 1), ("agent", 2)):
+        left = {row[0]: row[column] for row in infos[0]["capabilities"]}
+        right = {row[0]: row[column] for row in infos[1]["capabilities"]}
+        for path in list(left) + [p for p in right if p not in left]:
+            add(f"{side} capability {path}", left.get(path), right.get(path))
+    return rows
+
+
+def _latency_deltas(db: Any, ids: list[int]) -> list[dict[str, Any]]:
+    """Per method and direction: count, p50 and p99 in A and B (``protocol.latency``)."""
+    from acp_proxy.protocol.latency import by_method
+
+    tables = [{(m.method, m.direction): m for m in by_method(store_read.calls(db, cid))}
+              for cid in ids]  # fmt: skip
+    keys = sorted(set(tables[0]) | set(tables[1]))
+    rows = []
+    for key in keys:
+        a, b = tables[0].get(key), tables[1].get(key)
+        row: dict[str, Any] = {"method": key[0], "direction": key[1]}
+        for name, side in (("a", a), ("b", b)):
+            row[f"{name}_count"] = side.count if side else 0
+            row[f"{name}_p50_ns"] = side.p50_ns if side else None
+            row[f"{name}_p99_ns"] = side.p99_ns if side else None
+        rows.append(row)
+    return rows

@@ -1,27 +1,34 @@
 """Server-sent events: the database tailed by frame id, and the list of connections.
 
 Rules:
+- One look at the database serves every open stream: a single watcher (``Watch``) looks every
+  ``POLL_S`` seconds, reads only when SQLite's ``data_version`` says another connection
+  committed, and then reads once what every stream needs (the connections' states, the newest
+  frame of each connection a stream follows). Streams wait for the watcher's next change and
+  only format what it read, so fifty pages cost the server what one does.
 - A frame event's ``id`` is the frame's id (its rowid), which grows in commit order (see
   store/ui_reads.py), so "after the last id seen" resumes with no gap and no duplicate; the
   browser sends it back as ``Last-Event-ID`` when it reconnects, which beats ``after``.
 - With ``frames=0`` the stream says only how far the connection has got: one ``progress``
-  event (id: the newest frame id; data: that frame's seq) per look that found new frames.
-  That is what the page uses: it reads the rows it shows itself, so a fast stream costs the
-  server one small query per look instead of a JSON object per frame.
+  event (id: the newest frame id; data: that frame's seq) per change. That is what the page
+  uses: it reads the rows it shows itself. With frames (the default) a stream reads the frames
+  after its own resume point, still only when the watcher saw a change.
 - ``connections`` events (no id: they do not move the resume point) say that the list of
-  connections or a status changed; the page reloads the list.
-- The database is looked at every ``POLL_S`` seconds, and read only when ``data_version``
-  says another connection committed. A comment line every ``KEEPALIVE_S`` keeps proxies and
-  the browser from timing the stream out.
+  connections or a status changed; the page reloads what it shows of it.
+- The watcher runs while at least one stream is open. A comment line every ``KEEPALIVE_S``
+  keeps proxies and the browser from timing the stream out.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
+from collections import Counter
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
 import orjson
 from starlette.concurrency import run_in_threadpool
 
@@ -40,53 +47,194 @@ def _event(name: str, data: Any, event_id: int | None = None) -> bytes:
     return f"{head}event: {name}\ndata: ".encode() + orjson.dumps(data) + b"\n\n"
 
 
+@dataclass
+class Snapshot:
+    """What the watcher read at one change."""
+
+    generation: int = 0
+    states: list[list[Any]] = field(default_factory=list)
+    newest: dict[int, tuple[int, int]] = field(default_factory=dict)  # cid -> (id, seq)
+    # cid -> (after id, last id, the frame events between, encoded once for every stream)
+    frames: dict[int, tuple[int, int, bytes]] = field(default_factory=dict)
+
+
+class Watch:
+    """The one watcher of a database for every stream of one server."""
+
+    def __init__(self, inspector: Inspector) -> None:
+        self.inspector = inspector
+        self.snapshot = Snapshot()
+        self.followed: Counter[int] = Counter()  # connection -> streams following it
+        self.framed: Counter[int] = Counter()  # connection -> streams that want its frames
+        self._tail: dict[int, int] = {}  # connection -> the last frame id encoded
+        self._streams = 0
+        self._changed = asyncio.Condition()
+        self._task: asyncio.Task[None] | None = None
+        self._db: Any = None
+
+    def _look(self, version: int | None) -> tuple[int | None, Snapshot | None]:
+        if self._db is None:
+            # A handle of the watcher's own: data_version compares commits seen by one handle.
+            self._db = store_read.open_for_reading(self.inspector.db.path)
+        now = ui_reads.data_version(self._db)
+        if now == version:
+            return now, None
+        newest = {}
+        for cid in list(self.followed):
+            found = ui_reads.newest_frame(self._db, cid)
+            if found is not None:
+                newest[cid] = (found["id"], found["seq"])
+        frames: dict[int, tuple[int, int, bytes]] = {}
+        full = False
+        for cid in list(self.framed):
+            start = self._tail.get(cid)
+            if start is None:
+                # The first stream of it: the watcher takes over from the newest frame; an
+                # empty batch up to there tells each stream what to read itself first.
+                top = self._tail[cid] = newest.get(cid, (0, 0))[0]
+                frames[cid] = (top, top, b"")
+                continue
+            batch = ui_reads.tail(self._db, start, cid, BATCH)
+            if batch:
+                blob = b"".join(_event("frame", frame_summary(r), r["id"]) for r in batch)
+                frames[cid] = (start, batch[-1]["id"], blob)
+                self._tail[cid] = batch[-1]["id"]
+                full = full or len(batch) == BATCH
+        states = [list(s) for s in ui_reads.connection_states(self._db)]
+        # A full batch: more to read at once (the next look reads on, data_version or not).
+        return (None if full else now), Snapshot(self.snapshot.generation + 1, states, newest,
+                                                 frames)  # fmt: skip
+
+    async def _run(self) -> None:
+        version: int | None = None
+        followed: set[int] = set()
+        try:
+            while self._streams:
+                if set(self.followed) != followed:
+                    followed, version = set(self.followed), None  # a new follower: read now
+                version, seen = await run_in_threadpool(self._look, version)
+                if seen is not None:
+                    async with self._changed:
+                        self.snapshot = seen
+                        self._changed.notify_all()
+                await asyncio.sleep(POLL_S)
+        finally:
+            db, self._db, self._task = self._db, None, None
+            if db is not None:
+                db.close()
+
+    def generation(self) -> int | None:
+        """The current change number while the watcher runs (None: it does not, nothing
+        tells changes apart without a look at the database)."""
+        return (
+            self.snapshot.generation
+            if self._task is not None and self.snapshot.generation
+            else None
+        )
+
+    @contextlib.asynccontextmanager
+    async def subscribed(self, connection_id: int | None, frames: bool) -> AsyncIterator[Watch]:
+        self._streams += 1
+        if connection_id is not None:
+            self.followed[connection_id] += 1
+            if frames:
+                self.framed[connection_id] += 1
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+        try:
+            yield self
+        finally:
+            self._streams -= 1
+            if connection_id is not None:
+                self.followed[connection_id] -= 1
+                if self.followed[connection_id] <= 0:
+                    del self.followed[connection_id]
+                if frames:
+                    self.framed[connection_id] -= 1
+                    if self.framed[connection_id] <= 0:
+                        del self.framed[connection_id]
+                        self._tail.pop(connection_id, None)
+
+    async def next(self, generation: int, timeout: float) -> Snapshot:
+        """The first snapshot after ``generation`` (or the current one after ``timeout``)."""
+        async with self._changed:
+            if self.snapshot.generation == generation:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._changed.wait(), timeout)
+            return self.snapshot
+
+
+_watches: dict[int, Watch] = {}
+
+
+def watch_of(inspector: Inspector) -> Watch:
+    found = _watches.get(id(inspector))
+    if found is None or found.inspector is not inspector:
+        found = _watches[id(inspector)] = Watch(inspector)
+    return found
+
+
 async def stream(
     inspector: Inspector, connection_id: int | None, after_id: int, frames: bool = True
 ) -> AsyncIterator[bytes]:
     """The event stream: frames of ``connection_id`` after ``after_id``, connection changes."""
+    watch = watch_of(inspector)
+    db = None
+    if frames and connection_id is not None:
+        db = await run_in_threadpool(store_read.open_for_reading, inspector.db.path)
 
-    # A handle of this stream's own: data_version compares commits seen by one connection.
-    db = await run_in_threadpool(store_read.open_for_reading, inspector.db.path)
-
-    def look(last_id: int, version: int | None) -> tuple[int, Any, list[dict[str, Any]], Any]:
-        now = ui_reads.data_version(db)
-        if now == version:
-            return now, None, [], None
-        found: list[dict[str, Any]] = []
-        if connection_id is not None and frames:
-            found = ui_reads.tail(db, last_id, connection_id, BATCH)
-        elif connection_id is not None:
-            newest = ui_reads.newest_frame(db, connection_id)
-            if newest is not None and newest["id"] > last_id:
-                found = [newest]
-        return now, ui_reads.connection_states(db), found, None
+    async def own(after: int, until: int | None) -> tuple[int, list[bytes]]:
+        assert db is not None
+        """Frame events after ``after`` (up to id ``until``) read by this stream itself: the
+        backlog of a stream that resumes, or one that fell out of step with the watcher."""
+        out: list[bytes] = []
+        while until is None or after < until:
+            found = await run_in_threadpool(ui_reads.tail, db, after, connection_id, BATCH)
+            found = [r for r in found if until is None or r["id"] <= until]
+            for record in found:
+                after = record["id"]
+                out.append(_event("frame", frame_summary(record), after))
+            if len(found) < BATCH:
+                break
+        return after, out
 
     try:
-        async for chunk in _follow(look, after_id, "frame" if frames else "progress"):
-            yield chunk
+        async with watch.subscribed(connection_id, db is not None):
+            yield b"retry: 1000\n\n"
+            last_id, states, generation = after_id, None, -1
+            quiet_since = time.monotonic()
+            if db is not None:
+                last_id, backlog = await own(last_id, None)
+                if backlog:
+                    yield b"".join(backlog)
+            while True:
+                seen = await watch.next(generation, KEEPALIVE_S)
+                changed = seen.generation != generation
+                generation = seen.generation
+                out: list[bytes] = []
+                if changed and connection_id is not None:
+                    if db is not None:
+                        batch = seen.frames.get(connection_id)
+                        if batch is not None and batch[0] == last_id:
+                            out.append(batch[2])
+                            last_id = batch[1]
+                        elif batch is not None and last_id < batch[1]:
+                            last_id, mine = await own(last_id, batch[1])
+                            out += mine
+                    else:
+                        newest = seen.newest.get(connection_id)
+                        if newest is not None and newest[0] > last_id:
+                            last_id = newest[0]
+                            out.append(_event("progress", {"seq": newest[1]}, last_id))
+                if changed and seen.states != states and seen.generation:
+                    states = seen.states
+                    out.append(_event("connections", states))
+                if out:
+                    quiet_since = time.monotonic()
+                    yield b"".join(out)
+                elif time.monotonic() - quiet_since > KEEPALIVE_S:
+                    quiet_since = time.monotonic()
+                    yield b": keep-alive\n\n"
     finally:
-        db.close()
-
-
-async def _follow(look: Any, after_id: int, name: str) -> AsyncIterator[bytes]:
-    yield b"retry: 1000\n\n"
-    last_id, version, states = after_id, None, None
-    quiet_since = time.monotonic()
-    while True:
-        version, seen, frames, _ = await run_in_threadpool(look, last_id, version)
-        for record in frames:
-            last_id = record["id"]
-            data = frame_summary(record) if name == "frame" else {"seq": record["seq"]}
-            yield _event(name, data, last_id)
-        if len(frames) == BATCH:
-            version = None  # more to read at once
-        if seen is not None and seen != states:
-            states = seen
-            yield _event("connections", [list(s) for s in seen])
-        if frames or seen is not None:
-            quiet_since = time.monotonic()
-        elif time.monotonic() - quiet_since > KEEPALIVE_S:
-            quiet_since = time.monotonic()
-            yield b": keep-alive\n\n"
-        if not frames or len(frames) < BATCH:
-            await anyio.sleep(POLL_S)
+        if db is not None:
+            db.close()

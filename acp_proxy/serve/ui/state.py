@@ -15,6 +15,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import OrderedDict
@@ -36,10 +37,13 @@ from acp_proxy.store.refs import connection_scope
 SCAN_STEP = 200_000
 FIRST_STEP = 2_000
 SCAN_BUDGET_S = 0.25
-CHECK_STEP = 2_000
+CHECK_STEP = 500
 CHECK_PAUSE_S = 0.2
 CHECK_YIELD_S = 0.005
 FILTERED_INDEXES = 16
+MEMO_ENTRIES = 64
+TRANSCRIPT_STEP = 1_000
+TRANSCRIPT_BUDGET_S = 0.1
 RULE_INFO: dict[str, RuleInfo] = {info.id: info for info in RULES}
 
 
@@ -78,6 +82,8 @@ class _Conversation:
     transcript: Transcript
     lock: threading.Lock = field(default_factory=threading.Lock)
     applied_seq: int = 0
+    view: tuple[int, Any] | None = None  # (applied seq, the transcript's view)
+    built: tuple[int, Any, Any] | None = None  # (applied seq, head, entries)
 
 
 class Inspector:
@@ -93,7 +99,9 @@ class Inspector:
         self._conversations: dict[int, _Conversation] = {}
         self._answers: dict[tuple[int, int], tuple[int, Any]] = {}  # (cid, seq) -> (seen, ans)
         self._checking: set[int] = set()
+        self._reading: set[int] = set()
         self._counts: dict[int, tuple[int, int, int, int]] = {}  # last seq, turns, errors, bad
+        self._memo: OrderedDict[tuple[Any, ...], tuple[tuple[int, ...], Any]] = OrderedDict()
 
     # ------------------------------------------------------------------ recordings
 
@@ -123,34 +131,60 @@ class Inspector:
         return found
 
     def overviews(self) -> list[dict[str, Any]]:
+        """Every connection's overview; computed once per change of the database, however
+        many pages ask."""
         db = self.db.get()
+        stamp = ui_reads.change_stamp(db)
+        with self._lock:
+            memo = self._memo.get(("overviews",))
+        if memo is not None and memo[0] == stamp:
+            return memo[1]  # type: ignore[no-any-return]
         found = (self.overview(i) for i in ui_reads.connection_ids(db))
-        return [f for f in found if f is not None]
+        result = [f for f in found if f is not None]
+        self._remember(("overviews",), stamp, result)
+        return result
+
+    def _remember(self, key: tuple[Any, ...], stamp: tuple[int, ...], value: Any) -> None:
+        with self._lock:
+            self._memo[key] = (stamp, value)
+            self._memo.move_to_end(key)
+            while len(self._memo) > MEMO_ENTRIES:
+                self._memo.popitem(last=False)
 
     # ------------------------------------------------------------------ timeline
 
-    def _timeline(self, connection_id: int, where: FrameFilter) -> _Timeline:
-        key = (connection_id, where.key())
+    def _timeline(self, connection_id: int, where: FrameFilter, start: int = 0) -> _Timeline:
+        key = (connection_id, (*where.key(), start))
         with self._lock:
             timeline = self._timelines.get(key)
             if timeline is None:
                 timeline = self._timelines[key] = _Timeline()
-                unfiltered = sum(1 for k in self._timelines if k[1] != FrameFilter().key())
+                timeline.index.scanned_seq = max(0, start - 1)
+                plain = (*FrameFilter().key(), 0)
+                unfiltered = sum(1 for k in self._timelines if k[1] != plain)
                 if unfiltered > FILTERED_INDEXES:  # forget the oldest filtered index
-                    oldest = next(k for k in self._timelines if k[1] != FrameFilter().key())
+                    oldest = next(k for k in self._timelines if k[1] != plain)
                     del self._timelines[oldest]
             else:
                 self._timelines.move_to_end(key)
             return timeline
 
     def extend(
-        self, connection_id: int, where: FrameFilter, wanted_rows: int, *, scan: bool = False
+        self,
+        connection_id: int,
+        where: FrameFilter,
+        wanted_rows: int,
+        *,
+        scan: bool = False,
+        start: int = 0,
+        budget_s: float = SCAN_BUDGET_S,
     ) -> _Timeline:
         """Index at least ``wanted_rows`` rows (or all there are); with ``scan``, go on
-        indexing for ``SCAN_BUDGET_S`` (a large recording's index grows call by call)."""
-        timeline = self._timeline(connection_id, where)
+        indexing for ``budget_s`` (a large recording's index grows call by call). ``start``:
+        the timeline that begins at that frame."""  # fmt: skip
+        timeline = self._timeline(connection_id, where, start)
         db = self.db.get()
-        deadline = time.monotonic() + SCAN_BUDGET_S
+        deadline = time.monotonic() + budget_s
         with timeline.lock:
             index = timeline.index
             if len(index) >= wanted_rows and not scan:
@@ -170,19 +204,31 @@ class Inspector:
         return timeline
 
     def rows(
-        self, connection_id: int, where: FrameFilter, offset: int, limit: int, scan: bool = False
+        self,
+        connection_id: int,
+        where: FrameFilter,
+        offset: int,
+        limit: int,
+        scan: bool = False,
+        begin: int = 0,
     ) -> dict[str, Any]:
         """Rows ``[offset, offset + limit)`` of the timeline, with how far the index got."""
         from acp_proxy.serve.ui.present import frame_summary, run_text
 
-        timeline = self.extend(connection_id, where, offset + limit, scan=scan)
         db = self.db.get()
+        key = ("rows", connection_id, where.key(), begin, offset, limit)
+        stamp = ui_reads.change_stamp(db)
+        with self._lock:
+            memo = self._memo.get(key)
+        if memo is not None and memo[0] == stamp and not scan:
+            return memo[1]  # type: ignore[no-any-return]
+        timeline = self.extend(connection_id, where, offset + limit, scan=scan, start=begin)
         index = timeline.index
         with timeline.lock:
             total = len(index)
             window = [index.row(i) for i in range(max(0, offset), min(total, offset + limit))]
             scanned = index.scanned_seq
-        found = ui_reads.summaries_at(db, connection_id, [start for start, _, _ in window])
+        found = ui_reads.summaries_at(db, connection_id, [first for first, _, _ in window])
         rows = []
         for position, (start, end, count) in enumerate(window, start=max(0, offset)):
             record = found.get(start)
@@ -204,25 +250,45 @@ class Inspector:
                 row["pair_seq"] = record["request_seq"]
                 row["latency_ns"] = record.get("latency_ns")
             rows.append(row)
-        return {
+        result = {
             "total": total, "complete": timeline.complete, "caught_up": timeline.caught_up,
             "scanned_seq": scanned,
             "offset": offset, "rows": rows,
         }  # fmt: skip
+        if timeline.caught_up:  # a partial index grows call by call: not the same answer
+            self._remember(key, stamp, result)
+        return result
 
-    def locate(self, connection_id: int, where: FrameFilter, seq: int) -> dict[str, Any]:
-        """The row index of frame ``seq`` under ``where`` (indexing up to it if needed)."""
-        timeline = self._timeline(connection_id, where)
+    def locate(
+        self,
+        connection_id: int,
+        where: FrameFilter,
+        seq: int,
+        start: int = 0,
+        budget_s: float | None = None,
+    ) -> dict[str, Any]:
+        """The row index of frame ``seq`` under ``where`` (indexing up to it if needed).
+
+        With ``budget_s``, index for at most that long: ``behind`` then says the index has
+        not reached the frame yet (the page opens the timeline that starts near it instead).
+        """  # fmt: skip
+        timeline = self._timeline(connection_id, where, start)
+        deadline = None if budget_s is None else time.monotonic() + budget_s
         while True:
             with timeline.lock:
                 found = timeline.index.find(seq)
                 before = timeline.index.scanned_seq
                 if found is not None or before >= seq or timeline.caught_up:
                     return {"index": found, "total": len(timeline.index),
-                            "caught_up": timeline.caught_up}  # fmt: skip
-            self.extend(connection_id, where, len(timeline.index) + 1, scan=True)
+                            "caught_up": timeline.caught_up, "behind": False}  # fmt: skip
+            if deadline is not None and time.monotonic() > deadline:
+                return {"index": None, "total": len(timeline.index), "caught_up": False,
+                        "behind": True, "scanned_seq": before}  # fmt: skip
+            self.extend(connection_id, where, len(timeline.index) + 1, scan=True, start=start,
+                        budget_s=SCAN_BUDGET_S if budget_s is None else budget_s)  # fmt: skip
             if timeline.index.scanned_seq == before:
-                return {"index": None, "total": len(timeline.index), "caught_up": True}
+                return {"index": None, "total": len(timeline.index), "caught_up": True,
+                        "behind": False}  # fmt: skip
 
     def answer(self, connection_id: int, request_seq: int) -> dict[str, Any] | None:
         """The response to a request (cached; looked for again only when frames were added)."""
@@ -270,7 +336,9 @@ class Inspector:
             if state is None:
                 check = ScopeCheck(connection_scope(db, connection_id), self.schemas)
                 state = self._findings[connection_id] = _Findings(check)
-        with state.lock:
+        # Only a step takes the lock: a read of what is found so far never waits for the
+        # checker's step (the list only grows, and a copy of it is taken at once).
+        with state.lock if step else contextlib.nullcontext():
             check = state.check
             status = store_read.status(db, connection_id)  # read first: frames land before it
             if step and not check.finished:
@@ -287,21 +355,92 @@ class Inspector:
 
     # ------------------------------------------------------------------ conversation
 
-    def transcript(self, connection_id: int) -> Any:
-        """The transcript model's view, applied up to the newest frame."""
-        db = self.db.get()
+    def _conversation(self, connection_id: int) -> _Conversation:
         with self._lock:
             state = self._conversations.get(connection_id)
             if state is None:
-                row = store_read.connection(db, connection_id)
+                row = store_read.connection(self.db.get(), connection_id)
                 state = self._conversations[connection_id] = _Conversation(
                     Transcript(row.protocol_version)
                 )
-        with state.lock:
-            for frame in store_read.frames(db, connection_id, after_seq=state.applied_seq):
+            return state
+
+    def _apply(self, state: _Conversation, connection_id: int, budget_s: float | None) -> bool:
+        """Apply the frames not applied yet (for at most ``budget_s``); True: all applied."""
+        db = self.db.get()
+        deadline = None if budget_s is None else time.monotonic() + budget_s
+        while True:
+            count = 0
+            for frame in store_read.frames(
+                db, connection_id, after_seq=state.applied_seq, limit=TRANSCRIPT_STEP
+            ):
                 state.transcript.apply(frame)
                 state.applied_seq = frame.seq
-            return state.transcript.view()
+                count += 1
+            if count < TRANSCRIPT_STEP:
+                return True
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+
+    def transcript(self, connection_id: int) -> Any:
+        """The transcript model's view, applied up to the newest frame."""
+        state = self._conversation(connection_id)
+        with state.lock:
+            self._apply(state, connection_id, None)
+            return self._view(state)
+
+    def _view(self, state: _Conversation) -> Any:
+        if state.view is None or state.view[0] != state.applied_seq:
+            state.view = (state.applied_seq, state.transcript.view())
+        return state.view[1]
+
+    def conversation_page(
+        self, connection_id: int, offset: int, limit: int, build: Any
+    ) -> dict[str, Any]:
+        """Entries ``[offset, offset + limit)`` of the conversation, as far as it is read.
+
+        A long recording is read for at most ``TRANSCRIPT_BUDGET_S`` per call and then on in
+        the background, so the first entries show at once; ``complete`` says whether every
+        frame committed so far is in. ``build(view)`` turns a view into the list of entries
+        (computed once per state of the transcript, however many pages are asked).
+        """
+        state = self._conversation(connection_id)
+        with state.lock:
+            complete = self._apply(state, connection_id, TRANSCRIPT_BUDGET_S)
+            built = state.built
+            # While the reading goes on, entries built from an earlier part serve the pages
+            # they cover (the page says "reading"); each build costs the whole list.
+            if built is None or (
+                built[0] != state.applied_seq and (complete or offset + limit > len(built[2]))
+            ):
+                built = state.built = (state.applied_seq, *build(self._view(state)))
+            _, head, entries = built
+            applied = state.applied_seq
+        if not complete:
+            self._finish_transcript(connection_id)
+        return {**head, "entries": entries[offset : offset + limit], "total": len(entries),
+                "offset": offset, "complete": complete, "applied_seq": applied}  # fmt: skip
+
+    def _finish_transcript(self, connection_id: int) -> None:
+        with self._lock:
+            if connection_id in self._reading:
+                return
+            self._reading.add(connection_id)
+
+        def run() -> None:
+            _lower_priority()
+            try:
+                state = self._conversation(connection_id)
+                while True:
+                    with state.lock:
+                        if self._apply(state, connection_id, TRANSCRIPT_BUDGET_S):
+                            return
+                    time.sleep(CHECK_YIELD_S)
+            finally:
+                with self._lock:
+                    self._reading.discard(connection_id)
+
+        threading.Thread(target=run, name=f"acp-proxy-ui-read-{connection_id}", daemon=True).start()
 
 
 def _lower_priority() -> None:

@@ -1,0 +1,72 @@
+// The frame detail beside a view: when and how big, its pair with the latency, the findings,
+// the JSON as a tree with the schema's field descriptions, and the exact bytes with escapes
+// marked (a terminal escape in agent stderr is shown, never obeyed).
+import { api } from "../api.js";
+import { el, escaped, $ } from "../dom.js";
+import { bytes, duration, wall, DIR, speed } from "../format.js";
+import { setHash } from "../state.js";
+
+export function detailOpen() { return !$("#detail").hidden; }
+export function closeDetail() { $("#detail").hidden = true; shownKey = null; }
+
+function tree(value, descriptions) {
+  function node(key, v, path, depth) {
+    const label = key === null ? [] : [el("span", { class: "key" + (descriptions.has(path) ? " described" : ""), title: descriptions.get(path) || null }, key), ": "];
+    if (v !== null && typeof v === "object") {
+      const entries = Array.isArray(v) ? v.map((x, i) => [i, x]) : Object.entries(v);
+      const summary = el("summary", {}, ...label, Array.isArray(v) ? `[${entries.length}]` : `{${entries.length}}`);
+      const box = el("details", { "data-path": path }, summary,
+        ...entries.map(([k, x]) => node(Array.isArray(v) ? String(k) : k, x, Array.isArray(v) ? `${path}[${k}]` : `${path}.${k}`, depth + 1)));
+      if (depth < 3) box.open = true;
+      return box;
+    }
+    const cls = typeof v === "string" ? "str" : typeof v === "number" ? "num" : "lit";
+    const shown = typeof v === "string" ? JSON.stringify(v) : String(v);
+    return el("div", { class: "leaf", "data-path": path }, ...label, el("span", { class: cls }, shown));
+  }
+  return el("div", { class: "tree" }, node(null, value, "$", 0));
+}
+
+let shownKey = null;
+export async function showFrame(cid, seq) {
+  const pane = $("#detail");
+  pane.hidden = false;
+  const key = cid + ":" + seq;
+  if (shownKey === key && !pane.hidden) return;  // shown, or on its way
+  shownKey = key;
+  pane.setAttribute("aria-label", "frame " + seq);
+  pane.replaceChildren(el("p", {}, "loading frame " + seq + "…"));
+  let d;
+  try { d = await api(`connections/${cid}/frames/${seq}`); } catch (e) { pane.replaceChildren(el("p", {}, String(e.message))); return; }
+  if (shownKey !== key) return;  // another frame was asked for meanwhile
+  const f = d.frame;
+  const descriptions = new Map(d.descriptions);
+  const close = el("button", { class: "close", title: "close (Esc)", on: { click: () => setHash({ f: null }) } }, "×");
+  const parts = [close, el("h2", {}, `Frame ${f.seq} · ${DIR[f.direction] || f.direction} · ${f.kind}${f.method ? " · " + f.method : ""}`)];
+  parts.push(el("div", { class: "mono" }, `${wall(f.wall_ns)} · ${bytes(f.size)}${f.rpc_id !== null ? " · id " + f.rpc_id : ""}${f.session_id ? " · session " + f.session_id : ""}`));
+  if (d.pair) {
+    const p = d.pair;
+    parts.push(el("h3", {}, f.kind === "request" ? "Its response" : "Its request"),
+      el("div", { id: "pair" }, el("span", { class: "link", "data-seq": p.seq, on: { click: () => setHash({ f: p.seq }) } }, `frame ${p.seq}`),
+        ` ${p.kind} ${p.method || ""} · latency `, el("span", { class: "lat " + speed(d.latency_ns) }, duration(d.latency_ns))));
+  } else if (f.kind === "request") {
+    parts.push(el("h3", {}, "Its response"), el("div", { id: "pair" }, "pending: not answered (yet)"));
+  }
+  const found = [...d.findings, ...d.stored_findings.map((s) => ({ ...s, fix: null, stored: true }))];
+  if (found.length) {
+    parts.push(el("h3", {}, "Findings"), ...found.map((x) => el("div", { class: "finding " + x.severity },
+      el("b", {}, x.rule), " ", el("span", { class: "badge " + x.severity }, x.severity), " ", x.message,
+      x.fix ? el("div", { class: "fix" }, "Fix: " + x.fix) : null, x.source ? el("div", { class: "fix" }, "Spec: " + x.source) : null)));
+  }
+  if (d.json !== null) parts.push(el("h3", {}, "JSON"), tree(d.json, descriptions));
+  if (d.descriptions.length) {
+    parts.push(el("h3", {}, "Fields (official JSON Schema)"), el("table", { class: "fields" },
+      ...d.descriptions.map(([path, text]) => el("tr", {}, el("td", {}, path), el("td", {}, text)))));
+  } else if (!d.schemas && d.json !== null) {
+    parts.push(el("p", { class: "fix" }, "Field descriptions need the schemas: acp-proxy schemas fetch"));
+  }
+  parts.push(el("h3", {}, "Exact bytes"), el("pre", { class: "raw", id: "raw" }, escaped(d.segments)));
+  if (d.truncated) parts.push(el("p", {}, `… ${d.truncated.toLocaleString()} more bytes`));
+  parts.push(el("p", {}, el("a", { class: "link", href: `api/connections/${cid}/frames/${seq}/raw`, download: "" }, "download the bytes")));
+  pane.replaceChildren(...parts);
+}
