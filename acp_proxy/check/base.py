@@ -25,8 +25,11 @@ from acp_proxy.protocol import acp
 from acp_proxy.protocol.jsonrpc import JsonId, PendingKey, id_key
 from acp_proxy.protocol.jsonrpc import PendingRequest as Pending
 from acp_proxy.protocol.observer import Event, FrameRecord
+from acp_proxy.protocol.transport import Exchange, Transport
 
-__all__ = ["Context", "Event", "Finding", "Pending", "Rule", "RuleInfo", "State"]
+__all__ = [
+    "Context", "Event", "Exchange", "Finding", "Pending", "Rule", "RuleInfo", "State", "Transport",
+]  # fmt: skip
 
 ERROR, WARNING = "error", "warning"
 # ACP035 follows an unconfirmed draft (subagents): "do not enforce until the RFD lands".
@@ -147,6 +150,8 @@ class Context:
         self.state = State(version=protocol_version)
         self.connection_id = connection_id
         self.losses = losses
+        self.remote = False  # a remote connection: the transport rules remember its messages
+        self.transport: Transport | None = None  # a remote connection's, for ``finish``
         self.findings: list[Finding] = []
         self.record: FrameRecord | None = None  # the frame being checked, as it was given
 

@@ -109,6 +109,10 @@ Rule ids ACP001-ACP035 follow the numbering of the rules in section 8 of the ACP
 project works from; a letter splits a digest rule whose parts differ in severity. REC001 is
 about the recording rather than the protocol: frames the recording lost (`frames_lost`,
 docs/recording-format.md) are frames no rule saw, so an incomplete recording is an error.
+TRN001-TRN003 are the remote transport's (the "Streamable HTTP & WebSocket Transport" RFD):
+they read how a connection recorded by `record --listen` was carried (its HTTP exchanges and
+the stream each frame crossed on, docs/remote.md) and find nothing in stdio recordings, nor
+in a live check (`record --check`), which has no transport facts yet.
 Severity is
 `error` for MUST, `warning` for SHOULD, reserved values and advisories. Where the v2 draft
 text and the schema differ (an idle `state_update` that ends work: MUST carry `stopReason`

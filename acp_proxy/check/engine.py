@@ -8,7 +8,8 @@ Rules:
   the frame alone shows it.
 - Peer input never raises: frames that are not JSON-RPC become findings of the framing rules.
 - Every rule has a stable id (``ACP001`` ... ``ACP035`` follow the numbering of section 8 of the
-  spec digest, ``ACP000`` is schema validation, ``REC001`` the recording's own losses), a
+  spec digest, ``ACP000`` is schema validation, ``REC001`` the recording's own losses,
+  ``TRN001``... the remote transport's rules, read from how a remote connection was carried), a
   severity (``error`` for MUST, ``warning`` for SHOULD and reserved values), a one-line
   summary, its spec source and the fix. The rules live in ``check/rules/``; this module
   dispatches frames to the rules that asked for them (by method and update kind), so a
@@ -34,12 +35,14 @@ from acp_proxy.check.base import (
     Losses,
     Rule,
     RuleInfo,
+    Transport,
 )
 from acp_proxy.check.rules.framing import FRAMING_RULES
 from acp_proxy.check.rules.lifecycle import LIFECYCLE_RULES
 from acp_proxy.check.rules.recording import RECORDING_RULES
 from acp_proxy.check.rules.replay import REPLAY_RULES
 from acp_proxy.check.rules.session import SESSION_RULES
+from acp_proxy.check.rules.transport import TRANSPORT_RULES
 from acp_proxy.check.rules.updates import UPDATE_RULES
 from acp_proxy.check.schemas import SchemaBook
 from acp_proxy.protocol.observer import ConnectionObserver, FrameRecord
@@ -48,7 +51,7 @@ __all__ = ["RULES", "Checker", "Finding", "Losses", "RuleInfo", "rule_ids", "sel
 
 RULE_CLASSES: tuple[type[Rule], ...] = (
     *FRAMING_RULES, *SESSION_RULES, *LIFECYCLE_RULES, *UPDATE_RULES, *REPLAY_RULES,
-    *RECORDING_RULES,
+    *RECORDING_RULES, *TRANSPORT_RULES,
 )  # fmt: skip
 RULES: tuple[RuleInfo, ...] = tuple(sorted((c.info for c in RULE_CLASSES), key=lambda i: i.id))
 _JSONRPC_KINDS = frozenset({"request", "notification", "response", "error", "batch"})
@@ -130,17 +133,22 @@ class Checker:
                         context.state.after(event)
         return context.findings
 
-    def finish(self, losses: Losses | None = None) -> list[Finding]:
+    def finish(
+        self, losses: Losses | None = None, transport: Transport | None = None
+    ) -> list[Finding]:
         """End of the connection: findings only the end can tell. Call once.
 
         ``losses``, when given, are the recording's losses as they stand at the end (they
-        replace those given at the start: a live recording's losses grow).
+        replace those given at the start: a live recording's losses grow); ``transport``, how
+        a remote connection was carried (the transport rules read it).
         """
         if self._finished:
             return []
         self._finished = True
         if losses is not None:
             self.context.losses = losses
+        if transport is not None:
+            self.context.transport = transport
         self.context.findings = []
         for rule in self._rules:
             rule.finish()

@@ -5,7 +5,9 @@ Rules:
   through ``ScopeCheck`` (``check_scope`` runs it to the end), so they give the same findings.
   Which rules run and which schemas they use is each surface's choice; what a scope's check
   reads is not: every frame of the scope in ``seq`` order, then the connection's losses
-  (``frames_lost``, ``bytes_lost``, ``error``) for ``finish``, so REC001 is found everywhere.
+  (``frames_lost``, ``bytes_lost``, ``error``) and, for a remote connection, how it was carried
+  (its exchanges and frame transports) for ``finish``, so REC001 and the transport rules are
+  found everywhere.
 - The losses are read when the check finishes, not when it starts: a live recording's losses
   grow while it is checked.
 - Stepwise (``step``), a check holds no database handle: each call is given the one of the
@@ -23,6 +25,7 @@ from acp_proxy.check.schemas import SchemaBook
 from acp_proxy.store.frames import frames, losses
 from acp_proxy.store.readers import Database
 from acp_proxy.store.refs import Scope
+from acp_proxy.store.transport_facts import REMOTE, transport_facts, transport_of
 
 
 class ScopeCheck:
@@ -48,6 +51,8 @@ class ScopeCheck:
         ``findings``.
         """
         taken = 0
+        if not self.checked_seq:
+            self.checker.context.remote = transport_of(db, self.target.connection_id) in REMOTE
         for record in frames(db, self.target, after_seq=self.checked_seq, limit=limit):
             taken += 1
             self.checked_seq = record.seq
@@ -60,7 +65,10 @@ class ScopeCheck:
         if self.finished:
             return []
         self.finished = True
-        found = self.checker.finish(Losses(*losses(db, self.target.connection_id)))
+        connection_id = self.target.connection_id
+        found = self.checker.finish(
+            Losses(*losses(db, connection_id)), transport_facts(db, connection_id)
+        )
         self.findings += found
         return found
 

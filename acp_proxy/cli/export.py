@@ -102,7 +102,9 @@ def _export_otlp(db: Path | None, ref: str | None, endpoint: str | None, content
     """Send one connection as a trace; content (if asked for) is always redacted."""
     require_otel()
     from acp_proxy.otel.export import OtlpSender, builder_options, export_frames
-    from acp_proxy.otel.spans import ConnectionInfo, trace_id_of
+    from acp_proxy.otel.span_values import ConnectionInfo
+    from acp_proxy.otel.trace_ids import trace_id_of
+    from acp_proxy.store.remote import exchanges as remote_exchanges
 
     opened = open_ref(db, ref)
     database, connection_id = opened.db, opened.connection_id
@@ -110,8 +112,9 @@ def _export_otlp(db: Path | None, ref: str | None, endpoint: str | None, content
     sender = OtlpSender(endpoint)
     try:
         frames = store_read.frames(database, connection_id)
-        info = ConnectionInfo(row.uid, row.started_ns, row.label)
-        result = export_frames(frames, info, builder_options(content), sender)
+        info = ConnectionInfo(row.uid, row.started_ns, row.label, row.transport)
+        exchanges = remote_exchanges(database, connection_id) if row.remote else []
+        result = export_frames(frames, info, builder_options(content), sender, exchanges=exchanges)
     finally:
         sender.shutdown()
     if result.error is not None:

@@ -132,11 +132,13 @@ def _writer(
 def ls_command(db: Path | None, limit: int, show_all: bool, as_json: bool, no_pager: bool) -> None:
     """List recorded connections and their sessions, oldest first.
 
-    Each line: id, label, start time, agent <- client, protocol version, frames, prompt turns,
-    duration, how the agent ended, and error responses. A peer that did not name itself is
-    named by its command (an interpreter's script, not the interpreter). Sessions follow,
-    indented; the last line says where the database is and its size (see `delete` and
-    `prune`). On a terminal lines are cut to its width and long output goes through $PAGER.
+    Each line: id, label, start time, agent <- client, protocol version, how it was carried
+    (for remote agents: http or websocket and the client's address; a stdio bridge to one),
+    frames, prompt turns, duration, how the agent ended, and error responses. A peer that did
+    not name itself is named by its command (an interpreter's script, not the interpreter), a
+    remote agent by its URL. Sessions follow, indented; the last line says where the database
+    is and its size (see `delete` and `prune`). On a terminal lines are cut to its width and
+    long output goes through $PAGER.
     """
     from acp_proxy.cli.tidy import human_bytes
     from acp_proxy.store.tidy import database_bytes
@@ -176,6 +178,8 @@ def _ls(
                 "exit_code": row.exit_code, "exit_signal": row.exit_signal,
                 "errors": counts.errors, "malformed": counts.malformed,
                 "sessions": [s for s, _ in counts.sessions],
+                "transport": row.transport, "remote_url": row.remote_url,
+                "client_address": row.client_address,
             }  # fmt: skip
             click.echo(json_visible(orjson.dumps(record).decode()))
             continue

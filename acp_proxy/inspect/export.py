@@ -2,7 +2,8 @@
 
 Rules:
 - JSONL: the rows of one connection in the format of store/jsonl.py (which importer.py reads
-  back to identical rows and bytes).
+  back to identical rows and bytes); a remote connection's header also holds ``"transport"``:
+  its HTTP exchanges and the stream each frame crossed on (store/transport_facts.py).
 - Markdown and HTML are built from the transcript model, so they read every frame once; HTML
   reads them a second time for its frame timeline. Everything streams to ``out``.
 - ``progress`` is called with the number of frames handled since the last call (for a bar).
@@ -17,6 +18,7 @@ from acp_proxy.inspect.transcript.model import Transcript
 from acp_proxy.inspect.transcript.values import TranscriptView
 from acp_proxy.store import readers as store_read
 from acp_proxy.store.jsonl import frame_line, header_line
+from acp_proxy.store.transport_facts import exported_transport
 
 FORMATS = ("jsonl", "markdown", "html")
 
@@ -31,7 +33,9 @@ def jsonl_lines(
     db: store_read.Database, connection_id: int, progress: Progress = _none
 ) -> Iterator[bytes]:
     record = store_read.connection_record(db, connection_id)
-    yield header_line({k: v for k, v in record.items() if k != "id"})
+    transport = exported_transport(db, connection_id)
+    extra = {} if transport is None else {"transport": transport}
+    yield header_line({k: v for k, v in record.items() if k != "id"}, **extra)
     for record in store_read.export_rows(db, connection_id):
         yield frame_line(record)
         progress(1)

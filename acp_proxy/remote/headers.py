@@ -9,14 +9,21 @@ Rules:
 - Credentials (``Authorization``, ``Proxy-Authorization``, ``Cookie``, ``Set-Cookie``, and any
   header whose name says token, secret, key, password, auth or session cookie) are never
   recorded unless the user asks (``--record-credentials``): their value is stored as null, so
-  the recording shows they were there. ``Acp-Connection-Id`` and ``Acp-Session-Id`` are routing
-  ids, not credentials.
+  the recording shows they were there (protocol/credentials.py names them).
+  ``Acp-Connection-Id`` and ``Acp-Session-Id`` are routing ids, not credentials.
 - Names are compared without case; recorded names are lower-cased.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+
+from acp_proxy.protocol.credentials import CREDENTIALS, is_credential
+
+__all__ = [
+    "CREDENTIALS", "HOP_BY_HOP", "SET_BY_NEXT_HOP", "WEBSOCKET_HANDSHAKE", "end_to_end",
+    "header", "is_credential", "recordable",
+]  # fmt: skip
 
 HOP_BY_HOP = frozenset({
     b"connection", b"keep-alive", b"proxy-connection", b"te", b"transfer-encoding",
@@ -28,12 +35,6 @@ WEBSOCKET_HANDSHAKE = frozenset({
     b"sec-websocket-key", b"sec-websocket-version", b"sec-websocket-extensions",
     b"sec-websocket-accept", b"sec-websocket-protocol",
 })  # fmt: skip
-CREDENTIALS = frozenset({
-    b"authorization", b"proxy-authorization", b"cookie", b"set-cookie", b"x-api-key",
-    b"api-key",
-})  # fmt: skip
-_CREDENTIAL_WORDS = (b"token", b"secret", b"password", b"passwd", b"auth", b"apikey",
-                     b"api-key", b"api_key", b"credential")  # fmt: skip
 
 Headers = Sequence[tuple[bytes, bytes]]
 
@@ -51,15 +52,6 @@ def end_to_end(headers: Headers, *, drop: Iterable[bytes] = ()) -> list[tuple[by
     ``drop`` left out, the rest unchanged and in order."""
     leave = HOP_BY_HOP | SET_BY_NEXT_HOP | _connection_named(headers) | set(drop)
     return [(name, value) for name, value in headers if name.lower() not in leave]
-
-
-def is_credential(name: bytes) -> bool:
-    lowered = name.lower()
-    if lowered in CREDENTIALS:
-        return True
-    if lowered.startswith(b"acp-"):
-        return False
-    return any(word in lowered for word in _CREDENTIAL_WORDS)
 
 
 def recordable(headers: Headers, *, credentials: bool = False) -> list[list[str | None]]:

@@ -6,7 +6,8 @@ Rules:
   ``export`` prefixes and quotes allowed); the home folder and user name are this user's.
 - A redacted export is written frames first (into a spool), so that its header can carry the
   byte totals and the redaction summary of the redacted frames; every line is verified (a
-  fresh detect-only pass, see verify.py) as it is produced.
+  fresh detect-only pass, see verify.py) as it is produced. A remote connection's transport
+  facts go in the header too, redacted (share/redact_transport.py).
 - Output files are created readable by their owner only (0600) and appear whole: written to a
   temporary file beside the target, then renamed. The placeholder map is only ever written to
   the file the user names.
@@ -29,10 +30,12 @@ import orjson
 from acp_proxy import __version__
 from acp_proxy.errors import AcpProxyError, UnreadableRecording
 from acp_proxy.share.redact import Redactor
+from acp_proxy.share.redact_transport import redact_transport
 from acp_proxy.share.secrets import Finder, environment_secrets
 from acp_proxy.share.verify import Leak, Verifier
 from acp_proxy.store import readers as store_read
 from acp_proxy.store.jsonl import FORMAT, frame_line, header_line
+from acp_proxy.store.transport_facts import exported_transport
 
 SPOOL_BYTES = 32 << 20
 PLACEHOLDER_FORM = "[redacted:KIND:N]"
@@ -91,8 +94,13 @@ def redacted_export(
             spool.write(line)
             progress(1)
         redactor.finish_connection(connection)
+        transport = exported_transport(db, connection_id)
+        extra: dict[str, Any] = {}
+        if transport is not None:
+            changed_connection += redact_transport(redactor, transport)
+            extra["transport"] = transport
         summary = redaction_summary(redactor, changed_frames, changed_connection)
-        line = header_line(connection, redaction=summary)
+        line = header_line(connection, **extra, redaction=summary)
         leaks = verifier.jsonl_line("jsonl", 1, line) + leaks
         out.write(line)
         spool.seek(0)

@@ -45,6 +45,7 @@ from acp_proxy.store import captures, import_types
 from acp_proxy.store.database import connect, write_transaction
 from acp_proxy.store.import_types import Column, problem
 from acp_proxy.store.jsonl import frame_of, header_of, is_header
+from acp_proxy.store.transport_facts import TransportRefused, imported_transport, insert_transport
 
 BATCH = 1000
 
@@ -157,6 +158,17 @@ class _Batches:
         self._rows = []
 
 
+def _transport(number: int, line: bytes) -> tuple[list[dict[str, Any]], list[tuple[int, int, str]]]:
+    """A header line's remote transport facts, checked (none for a stdio connection)."""
+    value = orjson.loads(line).get("transport")
+    if value is None:
+        return [], []
+    try:
+        return imported_transport(value)
+    except TransportRefused as error:
+        raise ImportRefused(f"line {number}: {error}") from error
+
+
 def _import(db: sqlite3.Connection, lines: Any, progress: Callable[[int], None]) -> list[int]:
     first = next(lines, None)
     if first is None:
@@ -166,18 +178,22 @@ def _import(db: sqlite3.Connection, lines: Any, progress: Callable[[int], None])
     connection_types = import_types.columns(db, "connection")
     frame_types = import_types.columns(db, "frame")
     connection = _header(1, first, connection_columns, connection_types)
+    carried = _transport(1, first)
     rows = _Batches(db, _insert("frame", ["connection_id", *frame_columns]), progress)
     ids: list[int] = []
     try:
         with write_transaction(db):
             ids.append(_start(db, connection))
+            insert_transport(db, ids[-1], *carried)
             for number, line in enumerate(lines, start=2):
                 if not line.strip():
                     continue
                 if is_header(line):  # the next episode: its frames go to a connection of its own
                     rows.flush()
                     header = _header(number, line, connection_columns, connection_types)
+                    carried = _transport(number, line)
                     ids.append(_start(db, header))
+                    insert_transport(db, ids[-1], *carried)
                     continue
                 record = _record(number, line, frame_columns, frame_types)
                 rows.add([ids[-1], *(record.get(c) for c in frame_columns)])

@@ -31,8 +31,20 @@ DIRECTIONS = {"c2a": "c2a", "client": "c2a", "a2c": "a2c", "agent": "a2c", "stde
 _CONNECTION_COLUMNS = (
     "id, uid, label, status, started_ns, ended_ns, argv, cwd, proxy_version, exit_code, "
     "exit_signal, error, protocol_version, client_info, agent_info, frames_c2a, frames_a2c, "
-    "lines_stderr, frames_lost, client_argv"
+    "lines_stderr, frames_lost, client_argv, "
 )
+_REMOTE_COLUMNS = "transport, remote_url, client_address"  # format 8
+_NO_REMOTE_COLUMNS = "'stdio', NULL, NULL"  # an older format, read without migrating
+REMOTE_FORMAT = 8
+
+
+def _connection_columns(db: sqlite3.Connection) -> str:
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    return _CONNECTION_COLUMNS + (
+        _REMOTE_COLUMNS if version >= REMOTE_FORMAT else _NO_REMOTE_COLUMNS
+    )
+
+
 _FRAME_SELECT = (
     "SELECT f.seq, f.direction, f.mono_ns, f.wall_ns, f.raw, f.kind, f.rpc_id, f.method, "
     "f.session_id, f.update_kind, f.request_seq, f.stop_reason, f.error_code, "
@@ -53,12 +65,13 @@ def _connection(row: tuple[Any, ...]) -> ConnectionRow:
     values[6] = column_value(values[6]) or []
     values[13], values[14] = column_value(values[13]), column_value(values[14])
     values[19] = column_value(values[19])
+    values[20] = values[20] if isinstance(values[20], str) else "stdio"
     return ConnectionRow(*values)
 
 
 def connection(db: sqlite3.Connection, connection_id: int) -> ConnectionRow:
     row = db.execute(
-        f"SELECT {_CONNECTION_COLUMNS} FROM connection WHERE id = ?",
+        f"SELECT {_connection_columns(db)} FROM connection WHERE id = ?",
         (connection_id,),
     ).fetchone()
     if row is None:
@@ -69,7 +82,7 @@ def connection(db: sqlite3.Connection, connection_id: int) -> ConnectionRow:
 def connections(db: sqlite3.Connection, limit: int | None) -> list[ConnectionRow]:
     """The newest ``limit`` connections (all when None), oldest first."""
     rows = db.execute(
-        f"SELECT {_CONNECTION_COLUMNS} FROM connection ORDER BY id DESC LIMIT ?",
+        f"SELECT {_connection_columns(db)} FROM connection ORDER BY id DESC LIMIT ?",
         (-1 if limit is None else limit,),
     ).fetchall()
     return [_connection(r) for r in reversed(rows)]

@@ -34,10 +34,20 @@ class ConnectionRow:
     lines_stderr: int
     frames_lost: int
     client_argv: list[str] | None = None  # the client's command line (format 7), if known
+    # How it was carried (format 8): stdio, http or websocket; the remote agent's URL (a
+    # bridge's too: its transport is stdio); where a remote client connected from.
+    transport: str = "stdio"
+    remote_url: str | None = None
+    client_address: str | None = None
 
     @property
     def frames(self) -> int:
         return self.frames_c2a + self.frames_a2c + self.lines_stderr
+
+    @property
+    def remote(self) -> bool:
+        """Carried over ACP's remote transport (recorded by ``record --listen``)."""
+        return self.transport in ("http", "websocket")
 
     @property
     def ending(self) -> str:

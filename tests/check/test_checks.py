@@ -16,7 +16,8 @@ from tests.support.fixtures_checks import CASES, Frames
 from tests.support.helpers import observe_all
 
 # Rules whose violation cannot be produced by conversations (tested on their own below).
-SPECIAL = {"ACP000", "ACP023", "REC001"}  # REC001: tests/check/test_recording_rule.py
+# REC001: tests/check/test_recording_rule.py; TRN*: tests/check/test_transport_rules.py
+SPECIAL = {"ACP000", "ACP023", "REC001", "TRN001", "TRN002", "TRN003"}
 
 
 def observe_finished(frames: Frames) -> list[FrameRecord]:
@@ -108,8 +109,8 @@ def test_selection() -> None:
     assert select_rules(["acp02"]) == {f"ACP02{i}" for i in range(10)}
     assert select_rules(["ACP03"]) == {f"ACP03{i}" for i in range(5)}
     assert "ACP035" in select_rules(["ACP035"])
-    assert select_rules(ignore=["ACP0"]) == {"REC001"}
-    assert select_rules(ignore=["ACP0", "REC"]) == set()
+    assert select_rules(ignore=["ACP0"]) == {"REC001", "TRN001", "TRN002", "TRN003"}
+    assert select_rules(ignore=["ACP0", "REC", "TRN"]) == set()
     with pytest.raises(ValueError, match="XYZ"):
         select_rules(["XYZ"])
 

@@ -229,7 +229,7 @@ def test_a_conversation_over_streamable_http(listening: Listening, http2: bool) 
     assert received == [body(AGENT[1]), body(UPDATE), body(ASK), body(AGENT[4])]
     status, said = listening.stop()
     assert "remote connection 1 (Streamable HTTP)" in said
-    assert "matched 4 of 4 client message(s)" in said, said
+    assert "matched 4 of 4 client messages" in said, said
     assert "No divergence." in said
     assert status == 0
 

@@ -165,14 +165,29 @@ def connection_line(
     problems = style(f", {counted(errors, 'error')}", fg="red") if errors else ""
     if incomplete(row):
         problems += style(f", incomplete: {counted(row.frames_lost, 'frame')} lost", fg="red")
+    carried = transport_words(row)
+    carried = f"{style(visible(carried), fg='magenta')}  " if carried else ""
+    agent = present.peer(row.agent_info, row.argv)
+    if row.remote_url and not isinstance(row.agent_info, dict):
+        agent = row.remote_url  # a remote agent that sent no agentInfo is named by its URL
     return (
         f"{style(str(row.id), bold=True):>4}{label}  {present.wall(row.started_ns)}  "
-        f"{visible(present.peer(row.agent_info, row.argv))} <- "
+        f"{visible(agent)} <- "
         f"{visible(present.peer(row.client_info, row.client_argv))}  "
-        f"v{row.protocol_version if row.protocol_version is not None else '?'}  "
+        f"v{row.protocol_version if row.protocol_version is not None else '?'}  {carried}"
         f"{counted(frames, 'frame')}  {counted(prompts, 'turn')}  {present.duration(duration_ns)}  "
         f"{ending_style}{problems}"
     )
+
+
+def transport_words(row: ConnectionRow) -> str:
+    """How a connection was carried, in words; "" for a plain stdio one."""
+    if row.remote:
+        source = f" from {row.client_address}" if row.client_address else ""
+        return f"{row.transport}{source}"
+    if row.remote_url:
+        return "stdio bridge"
+    return ""
 
 
 def incomplete(row: ConnectionRow) -> bool:
