@@ -65,7 +65,7 @@ def test_check_exits_1_over_a_budget_and_0_within() -> None:
     within = runner.invoke(main, ["check", ref, "--ignore", "ACP", "--max-latency",
                                   "initialize=max:1s"])  # fmt: skip
     assert within.exit_code == 0, within.output
-    assert within.output.startswith("clean: 1 connection, 25 frames, 2 rules")
+    assert within.output.startswith("clean: 1 connection, 25 frames, ")
     over = runner.invoke(main, ["check", ref, "--ignore", "ACP", "--max-latency",
                                 "initialize=max:400ms"])  # fmt: skip
     assert over.exit_code == 1
