@@ -9,9 +9,10 @@ Rules:
   text the index holds (``frame_text``), frame by frame.
 - A hit's snippet is cut from the frame's JSON (snippet.py), not from the words the index
   holds; when the match cannot be found there, the index's own snippet is kept.
-- A regular expression is matched against each frame's recorded line, decoded as UTF-8
-  (undecodable bytes become U+FFFD), without its newline: JSON escapes stay as they were
-  recorded, and ``$`` matches at the line's end as in Python. The engine is
+- A regular expression is matched against each frame's recorded line as UTF-8, without its
+  newline: JSON escapes stay as they were recorded, ``$`` matches at the line's end as in
+  Python, and the bytes are searched as they are stored (no decoding per frame; a snippet is
+  decoded, undecodable bytes as U+FFFD). The engine is
   RE2: its time is linear in the text, whatever the pattern, so a pattern cannot freeze a
   search by backtracking. Its syntax is Python's for everything but backreferences and
   lookaround, which it refuses (``BadPattern``, with a sentence saying so), as it refuses a
@@ -225,7 +226,9 @@ def compile_pattern(query: SearchQuery) -> Any:
     options.case_sensitive = not query.ignore_case
     options.max_mem = REGEX_MEMORY
     try:
-        return re2.compile(query.pattern, options)
+        return re2.compile(query.pattern.encode("utf-8"), options)
+    except UnicodeEncodeError as error:
+        raise BadPattern(f"bad regular expression {query.pattern!r}: not UTF-8") from error
     except re2.error as error:
         reason = error.args[0] if error.args else error
         if isinstance(reason, bytes):
@@ -254,22 +257,32 @@ def _regex_search(db: sqlite3.Connection, query: SearchQuery) -> Iterator[Hit]:
         cursor = db.execute(statement, values)
         while rows := cursor.fetchmany(64):
             for row in rows:
-                text = _line(row[7])
-                match = pattern.search(text)
-                snippet = _regex_snippet(text, match) if match else ""
-                yield _hit(row, snippet)
+                line = _line(row[7])
+                match = pattern.search(line)
+                yield _hit(row, _byte_snippet(line, *match.span()) if match else "")
     except sqlite3.Error as error:
         raise RecordingError(f"cannot search the recordings: {error}") from error
 
 
-def _line(raw: bytes) -> str:
-    """A recorded line as a pattern sees it: decoded, without its newline (``$`` ends it)."""
-    return bytes(raw).decode("utf-8", "replace").removesuffix("\n")
+def _line(raw: bytes) -> bytes:
+    """A recorded line as a pattern sees it: its bytes without the newline (``$`` ends it)."""
+    return raw[:-1] if raw.endswith(b"\n") else bytes(raw)
+
+
+def _byte_snippet(line: bytes, start: int, end: int) -> str:
+    """``_regex_snippet`` for a match at byte offsets (RE2's, at character boundaries)."""
+    before = line[:start].decode("utf-8", "replace")
+    found = line[start:end].decode("utf-8", "replace")
+    return _span_snippet(before + found + line[end:].decode("utf-8", "replace"),
+                         len(before), len(before) + len(found))  # fmt: skip
 
 
 def _regex_snippet(text: str, match: Any) -> str:
     """The match between the marks, with up to ``SNIPPET_CHARS`` of context on each side."""
-    start, end = match.span()
+    return _span_snippet(text, *match.span())
+
+
+def _span_snippet(text: str, start: int, end: int) -> str:
     end = max(end, start)
     before = text[max(0, start - SNIPPET_CHARS // 2) : start]
     after = text[end : end + SNIPPET_CHARS // 2]
