@@ -112,6 +112,17 @@ def test_only_store_speaks_sql() -> None:
         assert not sql, f"{_name(path)} imports {sorted(sql)}"
 
 
+def test_only_store_runs_sql() -> None:
+    """A database handle may be held elsewhere (``readers.Database``), never queried."""
+    sql_calls = {"execute", "executemany", "executescript"}
+    for path in _modules():
+        if _inside(path, "store"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                assert node.func.attr not in sql_calls, f"{_name(path)}:{node.lineno} runs SQL"
+
+
 def test_only_cli_imports_click_and_nothing_imports_cli() -> None:
     for path in _modules():
         if _inside(path, "cli") or path == PACKAGE / "__main__.py":

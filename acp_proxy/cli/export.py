@@ -102,7 +102,8 @@ def _export_otlp(db: Path | None, ref: str | None, endpoint: str | None, content
     """Send one connection as a trace; content (if asked for) is always redacted."""
     require_otel()
     from acp_proxy.otel.export import OtlpSender, builder_options, export_frames
-    from acp_proxy.otel.spans import ConnectionInfo, trace_id_of
+    from acp_proxy.otel.span_values import ConnectionInfo
+    from acp_proxy.otel.trace_ids import trace_id_of
     from acp_proxy.store.remote import exchanges as remote_exchanges
 
     opened = open_ref(db, ref)

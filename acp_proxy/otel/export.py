@@ -29,7 +29,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from acp_proxy import __version__
+from acp_proxy.otel import span_values as values
 from acp_proxy.otel import spans as model
+from acp_proxy.protocol.observer import StoredFrameLike
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -66,12 +68,12 @@ def described_endpoint(url: str | None, environ: Mapping[str, str] = os.environ)
 
 def max_events(environ: Mapping[str, str] = os.environ) -> int:
     try:
-        return max(0, int(environ.get(EVENT_LIMIT_VARIABLE, model.MAX_EVENTS)))
+        return max(0, int(environ.get(EVENT_LIMIT_VARIABLE, values.MAX_EVENTS)))
     except ValueError:
-        return model.MAX_EVENTS
+        return values.MAX_EVENTS
 
 
-def builder_options(content: bool, environ: Mapping[str, str] = os.environ) -> model.Options:
+def builder_options(content: bool, environ: Mapping[str, str] = os.environ) -> values.Options:
     """Span options: always the redactor for peer text; content through it only if asked."""
     from acp_proxy.share.redact import Redactor
     from acp_proxy.share.redaction_io import finder_for
@@ -81,7 +83,7 @@ def builder_options(content: bool, environ: Mapping[str, str] = os.environ) -> m
     def redact_value(value: Any, method: str | None) -> Any:
         return redactor.value(value, method)[0]
 
-    return model.Options(
+    return values.Options(
         content=redact_value if content else None, text=redactor.text,
         max_events=max_events(environ),
     )  # fmt: skip
@@ -166,7 +168,7 @@ class OtlpSender:
             self._limits = SpanLimits(max_span_attribute_length=DEFAULT_ATTRIBUTE_LENGTH)
         self._scope = InstrumentationScope("acp-proxy", __version__)
 
-    def send(self, batch: Sequence[model.Span]) -> str | None:
+    def send(self, batch: Sequence[values.Span]) -> str | None:
         """Send spans; None when the collector took them, else why not (one line)."""
         if not batch:
             return None
@@ -188,21 +190,21 @@ class OtlpSender:
         finally:
             logging.getLogger("opentelemetry").removeHandler(self._complaints)
 
-    def readable(self, span: model.Span) -> ReadableSpan:
+    def readable(self, span: values.Span) -> ReadableSpan:
         from opentelemetry.attributes import BoundedAttributes
         from opentelemetry.sdk.trace import Event, ReadableSpan
         from opentelemetry.sdk.util import BoundedList
         from opentelemetry.trace import Link, SpanContext, SpanKind, TraceFlags
         from opentelemetry.trace.status import Status, StatusCode
 
-        kinds = {model.CLIENT: SpanKind.CLIENT, model.SERVER: SpanKind.SERVER}
+        kinds = {values.CLIENT: SpanKind.CLIENT, values.SERVER: SpanKind.SERVER}
         limits = self._limits
         sampled = TraceFlags(TraceFlags.SAMPLED)
 
-        def context(ref: model.SpanRef, remote: bool = False) -> SpanContext:
+        def context(ref: values.SpanRef, remote: bool = False) -> SpanContext:
             return SpanContext(ref.trace_id, ref.span_id, is_remote=remote, trace_flags=sampled)
 
-        def attributes(values: model.Attributes, limit: int | None) -> BoundedAttributes:
+        def attributes(values: values.Attributes, limit: int | None) -> BoundedAttributes:
             return BoundedAttributes(
                 limit, values, immutable=True, max_value_len=limits.max_span_attribute_length
             )
@@ -221,12 +223,12 @@ class OtlpSender:
         ]
         status = (
             Status(StatusCode.ERROR, span.status_message or None)
-            if span.status == model.ERROR
+            if span.status == values.ERROR
             else Status(StatusCode.UNSET)
         )
         return ReadableSpan(
             name=span.name,
-            context=context(model.SpanRef(span.trace_id, span.span_id)),
+            context=context(values.SpanRef(span.trace_id, span.span_id)),
             parent=context(span.parent, span.parent_remote) if span.parent else None,
             resource=self.resource,
             attributes=attributes(span.attributes, limits.max_span_attributes),
@@ -241,9 +243,9 @@ class OtlpSender:
 
 
 def export_frames(
-    frames: Iterable[model.FrameLike],
-    connection: model.ConnectionInfo,
-    options: model.Options,
+    frames: Iterable[StoredFrameLike],
+    connection: values.ConnectionInfo,
+    options: values.Options,
     sender: OtlpSender,
     batch_spans: int = BATCH_SPANS,
     exchanges: Iterable[dict[str, Any]] = (),
@@ -255,7 +257,7 @@ def export_frames(
     """
     result = SendResult()
     builder = model.SpanBuilder(connection, options)
-    pending: list[model.Span] = []
+    pending: list[values.Span] = []
 
     def flush() -> bool:
         error = sender.send(pending)

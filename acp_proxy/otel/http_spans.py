@@ -21,15 +21,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-from acp_proxy.otel.spans import (
-    ERROR,
-    SERVER,
-    Attributes,
-    Span,
-    SpanRef,
-    span_id_of,
-    trace_id_of,
-)  # fmt: skip
+from acp_proxy.otel.span_values import ERROR, SERVER, Attributes, Span, SpanRef
+from acp_proxy.otel.trace_ids import span_id_of, trace_id_of
 
 
 def _same(text: str) -> str:

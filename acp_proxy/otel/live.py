@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from acp_proxy.otel import missing_extra
+from acp_proxy.otel import span_values as values
 from acp_proxy.otel import spans as model
 from acp_proxy.otel.export import BATCH_SPANS, OtlpSender, builder_options
 from acp_proxy.protocol.observer import FrameRecord
@@ -48,8 +49,8 @@ class LiveExport:
 
     def __init__(
         self,
-        connection: model.ConnectionInfo,
-        options: model.Options,
+        connection: values.ConnectionInfo,
+        options: values.Options,
         sender: OtlpSender,
         report: Reporter,
         set_connection: SetConnection,
@@ -142,7 +143,7 @@ class LiveExport:
     # --- exporter thread -------------------------------------------------------------------
 
     def _run(self) -> None:
-        pending: list[model.Span] = []
+        pending: list[values.Span] = []
         oldest = 0.0
         while True:
             with self._wake:
@@ -172,7 +173,7 @@ class LiveExport:
                 self._send(pending)
                 pending = []
 
-    def _send(self, batch: list[model.Span]) -> None:
+    def _send(self, batch: list[values.Span]) -> None:
         if not batch:
             return
         if time.monotonic() < self._resting_until:
@@ -224,7 +225,7 @@ def start_live_export(
     except Exception as error:  # a bad URL or certificate: say it, record without export
         report(f"cannot export to OTLP ({error}); recording without it")
         return None
-    info = model.ConnectionInfo(
+    info = values.ConnectionInfo(
         str(connection["uid"]), int(connection["started_ns"]), connection.get("label")
     )
     options = builder_options(bool(settings.get("content")))

@@ -25,25 +25,29 @@ Rules:
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 
+from acp_proxy.otel.span_values import (
+    CLIENT,
+    ERROR,
+    INTERNAL,
+    Attributes,
+    ConnectionInfo,
+    Event,
+    Options,
+    Span,
+    SpanRef,
+)
+from acp_proxy.otel.trace_ids import parse_traceparent, span_id_of, trace_id_of
 from acp_proxy.protocol import acp
 from acp_proxy.protocol.decode import json_or_none
+from acp_proxy.protocol.observer import StoredFrameLike
 
-AttributeValue = str | bool | int | float | tuple[str, ...]
-Attributes = dict[str, AttributeValue]
-# Redacts one JSON value (the method of its message is given for the redactor's rules).
-ContentFilter = Callable[[Any, str | None], Any]
-
-INTERNAL, CLIENT, SERVER = "internal", "client", "server"
-UNSET, ERROR = "unset", "error"
-MAX_EVENTS = 128
 CONNECTION_SPAN, SESSION_SPAN, TURN_SPAN, TOOL_SPAN = (
     "acp connection", "acp session", "invoke_agent", "execute_tool",
 )  # fmt: skip
@@ -54,135 +58,6 @@ _CALLER = {"c2a": "client", "a2c": "agent"}
 _JSON_KINDS = frozenset({"request", "notification", "response", "error"})
 # Updates whose body shapes a span (the others, streamed chunks mostly, need only their columns).
 _PARSED_UPDATES = frozenset({"tool_call", "tool_call_update", "state_update", "usage_update"})
-
-
-class FrameLike(Protocol):
-    """What the builder reads of a frame (a recorder ``FrameRecord`` or a stored ``FrameRow``)."""
-
-    @property
-    def seq(self) -> int: ...
-    @property
-    def direction(self) -> str: ...
-    @property
-    def wall_ns(self) -> int: ...
-    @property
-    def raw(self) -> bytes | bytearray: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def rpc_id(self) -> Any: ...
-    @property
-    def method(self) -> str | None: ...
-    @property
-    def request_seq(self) -> int | None: ...
-    @property
-    def session_id(self) -> str | None: ...
-    @property
-    def update_kind(self) -> str | None: ...
-    @property
-    def tool_call_id(self) -> str | None: ...
-    @property
-    def error_code(self) -> int | None: ...
-    @property
-    def stop_reason(self) -> str | None: ...
-    @property
-    def message_id(self) -> str | None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    name: str
-    time_ns: int
-    attributes: Attributes
-
-
-@dataclass(frozen=True, slots=True)
-class SpanRef:
-    """A span by its ids (a parent, a link, a remote span from a ``traceparent``)."""
-
-    trace_id: int
-    span_id: int
-
-
-@dataclass(slots=True)
-class Span:
-    """One span; final once handed out by ``SpanBuilder``."""
-
-    name: str
-    trace_id: int
-    span_id: int
-    parent: SpanRef | None
-    parent_remote: bool
-    kind: str
-    start_ns: int
-    end_ns: int = 0
-    attributes: Attributes = field(default_factory=dict)
-    events: list[Event] = field(default_factory=list)
-    dropped_events: int = 0
-    links: list[SpanRef] = field(default_factory=list)
-    status: str = UNSET
-    status_message: str = ""
-
-    @property
-    def ref(self) -> SpanRef:
-        return SpanRef(self.trace_id, self.span_id)
-
-
-@dataclass(frozen=True, slots=True)
-class ConnectionInfo:
-    """What the builder knows of the connection before its first frame."""
-
-    uid: str
-    started_ns: int
-    label: str | None = None
-    transport: str = "stdio"  # or http, websocket: a remote connection (otel/http_spans.py)
-
-
-def _same(text: str) -> str:
-    return text
-
-
-@dataclass(frozen=True, slots=True)
-class Options:
-    content: ContentFilter | None = None
-    text: Callable[[str], str] = _same
-    max_events: int = MAX_EVENTS
-
-
-def trace_id_of(uid: str) -> int:
-    """The trace id of a connection: its uid when that is 32 hex digits, else a hash of it."""
-    if len(uid) == 32:
-        try:
-            value = int(uid, 16)
-        except ValueError:
-            value = 0
-        if value:
-            return value
-    return int.from_bytes(hashlib.blake2b(uid.encode(), digest_size=16).digest(), "big") or 1
-
-
-def span_id_of(uid: str, key: str) -> int:
-    digest = hashlib.blake2b(f"{uid}\0{key}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") or 1
-
-
-def parse_traceparent(value: Any) -> SpanRef | None:
-    """The remote span of a W3C ``traceparent`` header value, or None if it is not valid."""
-    if not isinstance(value, str):
-        return None
-    parts = value.strip().split("-")
-    if len(parts) < 4 or [len(p) for p in parts[:4]] != [2, 32, 16, 2]:
-        return None
-    version, trace, span, flags = parts[:4]
-    if version.lower() == "ff" or (version == "00" and len(parts) != 4):
-        return None
-    try:
-        numbers = [int(part, 16) for part in (version, trace, span, flags)]
-    except ValueError:
-        return None
-    if not numbers[1] or not numbers[2]:
-        return None
-    return SpanRef(numbers[1], numbers[2])
 
 
 def _json(value: Any) -> str:
@@ -275,7 +150,7 @@ class SpanBuilder:
 
     # --- feeding ---------------------------------------------------------------------------
 
-    def feed(self, frame: FrameLike) -> list[Span]:
+    def feed(self, frame: StoredFrameLike) -> list[Span]:
         """Apply the next frame; returns the spans it ended."""
         self._frames += 1
         self._last_ns = max(self._last_ns, frame.wall_ns)
@@ -308,7 +183,7 @@ class SpanBuilder:
         """How many spans are still open (the connection's included)."""
         return 1 + len(self._sessions) + len(self._turns) + len(self._requests) + len(self._tools)
 
-    def feed_all(self, frames: Iterable[FrameLike]) -> list[Span]:
+    def feed_all(self, frames: Iterable[StoredFrameLike]) -> list[Span]:
         spans: list[Span] = []
         for frame in frames:
             spans += self.feed(frame)
@@ -339,7 +214,7 @@ class SpanBuilder:
 
     # --- frames ----------------------------------------------------------------------------
 
-    def _stderr(self, frame: FrameLike) -> None:
+    def _stderr(self, frame: StoredFrameLike) -> None:
         self._stderr_lines += 1
         if self._content is None:
             return
@@ -348,7 +223,7 @@ class SpanBuilder:
         attributes: Attributes = {"acp.stderr.text": redacted if isinstance(redacted, str) else ""}
         self._event(self._connection, "acp.stderr", frame, attributes)
 
-    def _request(self, frame: FrameLike, message: dict[str, Any]) -> None:
+    def _request(self, frame: StoredFrameLike, message: dict[str, Any]) -> None:
         method = frame.method or ""
         params = message.get("params")
         remote = self._remote(params)
@@ -386,7 +261,7 @@ class SpanBuilder:
                 self._agent[key] = self._text(info[key])
                 self._connection.attributes[f"gen_ai.agent.{key}"] = self._agent[key]
 
-    def _response(self, frame: FrameLike, message: dict[str, Any]) -> None:
+    def _response(self, frame: StoredFrameLike, message: dict[str, Any]) -> None:
         pending = self._requests.pop(frame.request_seq, None) if frame.request_seq else None
         if pending is None:
             self._event(self._connection, "acp.response.unmatched", frame, {})
@@ -426,7 +301,7 @@ class SpanBuilder:
         if pending.method == SESSION_CLOSE and session_id is not None:
             self._end_session(session_id, frame.wall_ns)
 
-    def _streamed(self, frame: FrameLike) -> None:
+    def _streamed(self, frame: StoredFrameLike) -> None:
         """A notification that ends nothing and needs no parse (a streamed chunk, mostly)."""
         session_id = frame.session_id
         target: Span | None
@@ -447,7 +322,7 @@ class SpanBuilder:
             attributes["acp.message.id"] = frame.message_id
         self._event(target, frame.method or "notification", frame, attributes)
 
-    def _notification(self, frame: FrameLike, message: dict[str, Any]) -> None:
+    def _notification(self, frame: StoredFrameLike, message: dict[str, Any]) -> None:
         params = message.get("params")
         session_id = frame.session_id
         self._seen_session(session_id, frame.wall_ns)
@@ -528,7 +403,7 @@ class SpanBuilder:
         self._emit(span, end_ns)
 
     def _open_turn(
-        self, frame: FrameLike, session_id: str, remote: SpanRef | None, params: Any
+        self, frame: StoredFrameLike, session_id: str, remote: SpanRef | None, params: Any
     ) -> None:
         session = self._session_or_connection(session_id, frame.wall_ns)
         name = f"{TURN_SPAN} {self._agent['name']}" if "name" in self._agent else TURN_SPAN
@@ -557,7 +432,7 @@ class SpanBuilder:
     def _newest_turn(self, session_id: str | None) -> _Turn | None:
         return None if session_id is None else self._newest.get(session_id)
 
-    def _prompt_answered(self, turn: _Turn, frame: FrameLike) -> None:
+    def _prompt_answered(self, turn: _Turn, frame: StoredFrameLike) -> None:
         span = turn.span
         if frame.message_id is not None:
             span.attributes["acp.message.id"] = frame.message_id
@@ -569,7 +444,7 @@ class SpanBuilder:
             self._stop(span, frame.stop_reason)
             self._end_turn(turn, frame.wall_ns)
 
-    def _idle(self, frame: FrameLike, session_id: str | None) -> None:
+    def _idle(self, frame: StoredFrameLike, session_id: str | None) -> None:
         if (self._protocol_version or acp.PROTOCOL_V1) < acp.PROTOCOL_V2:
             return
         for turn in [t for t in self._turns.values() if t.session_id == session_id]:
@@ -627,7 +502,11 @@ class SpanBuilder:
     # --- tool calls ------------------------------------------------------------------------
 
     def _tool_update(
-        self, frame: FrameLike, session_id: str, update: dict[str, Any], remote: SpanRef | None
+        self,
+        frame: StoredFrameLike,
+        session_id: str,
+        update: dict[str, Any],
+        remote: SpanRef | None,
     ) -> tuple[str, str] | None:
         """Apply a tool call (update) to its span; returns its key, None if it has ended."""
         tool_call_id = frame.tool_call_id
@@ -751,7 +630,7 @@ class SpanBuilder:
         if message:
             span.status_message = self._text(message)
 
-    def _event(self, span: Span, name: str, frame: FrameLike, attributes: Attributes) -> None:
+    def _event(self, span: Span, name: str, frame: StoredFrameLike, attributes: Attributes) -> None:
         if len(span.events) >= self._options.max_events:
             span.dropped_events += 1
             return

@@ -11,10 +11,10 @@ Rules:
   end of the ring. The writer publishes ``write`` after the bytes are in place; the reader
   publishes ``read`` once its consumer is done with a batch (payloads are handed on as views
   into the ring, so the recorder writes each byte out of the ring once: a copy out and then a
-  spill write cost the reader twice the CPU, taken from a stream's cores). A writer that finds
-  the ring empty goes back to its start (a ``_SKIP`` record), so the ring is resident only as
-  far as the reader falls behind. Each position is one aligned 64-bit word, stored
-  and loaded whole (a native ``memoryview`` item). The protocol relies on the processor
+  spill write cost the reader more CPU, taken from a stream's cores: docs/performance.md). A
+  writer that finds the ring empty goes back to its start (a ``_SKIP`` record), so the ring is
+  resident only as far as the reader falls behind. Each position is one aligned 64-bit word,
+  stored and loaded whole (a native ``memoryview`` item). The protocol relies on the processor
   keeping stores in order and loads in order (x86-64's memory model); ``ring_supported`` says
   where that holds, and elsewhere the same records go through a plain pipe instead
   (``Channel(ring=False)``), with the same reader.

@@ -85,6 +85,12 @@ _CONNECTION = (
 )  # fmt: skip
 
 
+def connection_exists(db: sqlite3.Connection, connection_id: int) -> bool:
+    return (
+        db.execute("SELECT 1 FROM connection WHERE id = ?", (connection_id,)).fetchone() is not None
+    )
+
+
 def connection_head(db: sqlite3.Connection, connection_id: int) -> dict[str, Any] | None:
     """One connection's row and what the index reads at once (no scan of its frames)."""
     row = db.execute(

@@ -261,7 +261,7 @@ class RecordingWriter:
     def _insert_small(self, records: Sequence[FrameRecord]) -> None:
         if records:
             # Plain tuples: the sqlite3 module binds a tuple subclass through the generic
-            # sequence protocol, about a third slower per row.
+            # sequence protocol, slower per row (docs/performance.md).
             self._db.executemany(self._insert, map(tuple, records))
 
     def wal_size(self) -> int:

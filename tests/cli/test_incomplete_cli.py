@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,15 +13,13 @@ from acp_proxy.store.database import connect
 from acp_proxy.store.writer import NewConnection, RecordingWriter
 from tests.support.fixtures_acp import V1_CONVERSATION
 from tests.support.helpers import observe_all
+from tests.support.processes import acp_proxy as run_acp_proxy
 
 REASON = "frames not recorded: the recorder fell behind (forwarding waits at most 1s for it)"
 
 
 def _proxy(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "acp_proxy", *args, "--db", str(db)],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    return run_acp_proxy(*args, "--db", str(db))
 
 
 @pytest.fixture

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.support.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
 from tests.support.helpers import write_recording
+from tests.support.processes import acp_proxy as run_acp_proxy
 
 REF_COMMANDS = [
     ["show", "{ref}"], ["tail", "{ref}"], ["tail", "-f", "{ref}"], ["stats", "{ref}"],
@@ -34,10 +34,7 @@ DATABASE_COMMANDS = [
 
 
 def acp_proxy(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "acp_proxy", *args], capture_output=True, text=True, timeout=30,
-        check=False, cwd=cwd, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    return run_acp_proxy(*args, timeout=30, cwd=cwd)
 
 
 def one_line(done: subprocess.CompletedProcess[str]) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from acp_proxy.store.importer import import_jsonl
+from tests.support.processes import acp_proxy as run_acp_proxy
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDINGS = REPO / "recordings"
@@ -35,10 +36,7 @@ SAMPLE_DIR = Path("/tmp/acp-proxy-sample")  # where regenerate.py ran the demo
 
 
 def _cli(*args: str, stdin: bytes = b"", cwd: Path = REPO) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "acp_proxy", *args], input=stdin, capture_output=True,
-        timeout=45, check=False, cwd=cwd,
-    )  # fmt: skip
+    return run_acp_proxy(*args, input=stdin, text=False, timeout=45, cwd=cwd)
 
 
 def _frames(name: str) -> list[dict[str, object]]:

@@ -18,7 +18,7 @@ import pytest
 
 from acp_proxy.otel.export import OtlpSender, builder_options
 from acp_proxy.otel.live import LiveExport
-from acp_proxy.otel.spans import ConnectionInfo
+from acp_proxy.otel.span_values import ConnectionInfo
 from tests.support import otlp_receiver
 from tests.support.helpers import A2C, C2A, line, observe_all
 

@@ -1,4 +1,5 @@
-"""The span model (acp_proxy/otel/spans.py) on frames built in memory: no process, no SDK.
+"""The span model (acp_proxy/otel/spans.py, span_values.py, trace_ids.py) on frames built in
+memory: no process, no SDK.
 
 The peer tests (tests/integration/test_otel_peers.py) check the same model end to end on
 recordings of the official SDK's demo pair; these cover what a demo conversation never shows.
@@ -11,18 +12,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_proxy.otel.spans import (
-    CLIENT,
-    ERROR,
-    INTERNAL,
-    ConnectionInfo,
-    Options,
-    Span,
-    SpanBuilder,
-    parse_traceparent,
-    span_id_of,
-    trace_id_of,
-)
+from acp_proxy.otel.span_values import CLIENT, ERROR, INTERNAL, ConnectionInfo, Options, Span
+from acp_proxy.otel.spans import SpanBuilder
+from acp_proxy.otel.trace_ids import parse_traceparent, span_id_of, trace_id_of
 from tests.support.helpers import A2C, C2A, ERR, line, observe_all
 
 UID = "0123456789abcdef0123456789abcdef"

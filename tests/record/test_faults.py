@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from acp_proxy.store.database import BUSY_TIMEOUT_MS, connect
-from tests.record.test_record import FAKE_AGENT, proxy_argv, start
+from tests.support.proxy import FAKE_AGENT, proxy_argv, start
 
 LINE = b'{"jsonrpc":"2.0","method":"_x","params":{"n":%07d,"pad":"%s"}}\n'
 

@@ -16,20 +16,7 @@ from pathlib import Path
 
 import pytest
 
-FAKE_AGENT = str(Path(__file__).parents[1] / "support" / "agents" / "fake_agent.py")
-
-
-def proxy_argv(db: Path, *agent: str, extra: tuple[str, ...] = ()) -> list[str]:
-    return [
-        sys.executable, "-m", "acp_proxy", "record", "--db", str(db), *extra, "--",
-        sys.executable, FAKE_AGENT, *agent,
-    ]  # fmt: skip
-
-
-def start(argv: list[str], **kwargs: object) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs
-    )  # type: ignore[call-overload]
+from tests.support.proxy import FAKE_AGENT, proxy_argv, start
 
 
 def read_exactly(fd: int, size: int, timeout: float = 20.0) -> bytes:

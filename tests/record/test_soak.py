@@ -10,8 +10,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.perf.soak_recorders import HOG
-from tests.record.test_record import proxy_argv
+from tests.support.proxy import proxy_argv
 
 PROXIES = 8
 FRAMES_OUT = 7_000
@@ -20,6 +22,8 @@ HOGS = 3
 HOG_SECONDS = 6.0
 GROUP, PAUSE_MS = 20, 10  # the agents talk for about 4 s: many small batches to commit
 AGENT = ("drip", str(FRAMES_OUT), str(GROUP), str(PAUSE_MS))
+
+pytestmark = pytest.mark.slow  # still run by .ci/run, which selects every test
 
 
 def test_eight_proxies_under_cpu_load_all_record_everything(db_path: Path) -> None:

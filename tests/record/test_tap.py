@@ -57,6 +57,14 @@ def _pair(ring: bool) -> tuple[tap.Tap, Collector]:
     return writer, Collector(reader)
 
 
+def _wait_until_asleep(writer: tap.Tap, timeout: float = 10.0) -> None:
+    """Until the reader says, in the shared control words, that it sleeps on the wake pipe."""
+    deadline = time.monotonic() + timeout
+    while not writer._words[tap._SLEEPING]:  # polls the state itself, as the writer reads it
+        assert time.monotonic() < deadline, "the reader never went to sleep"
+        time.sleep(0.001)
+
+
 def _chunks(messages: list[Message]) -> dict[Direction, bytes]:
     """The byte stream of each direction (chunks may arrive cut into pieces)."""
     streams = dict.fromkeys(DIRECTIONS, b"")
@@ -142,7 +150,7 @@ def test_a_sleeping_reader_is_woken_by_the_writer(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(tap, "IDLE_SECONDS", 0.0)
     monkeypatch.setattr(tap, "SLEEP_SECONDS", 60.0)
     writer, collector = _pair(True)
-    time.sleep(0.2)  # the reader has found the ring empty and gone to sleep
+    _wait_until_asleep(writer)  # the reader has found the ring empty and raised its flag
     writer.put(Direction.AGENT_TO_CLIENT, 1, b"hello\n")
     assert collector.arrived.wait(10), "the sleeping reader was not woken"
     writer.close()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from tests.support.helpers import C2A, write_recording
+from tests.support.processes import acp_proxy as run_acp_proxy
 
 pytestmark = [pytest.mark.peers, pytest.mark.timeout(180)]
 
@@ -32,10 +32,7 @@ TOOLS = {
 
 
 def acp_proxy(*args: str, code: int | None = 0) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "acp_proxy", *args], capture_output=True, text=True, timeout=120,
-        check=False,
-    )  # fmt: skip
+    done = run_acp_proxy(*args, timeout=120)
     if code is not None:
         assert done.returncode == code, done.stderr
     return done.stdout

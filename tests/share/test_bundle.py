@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.processes import acp_proxy as run_acp_proxy
 from tests.support.schemas import installed_schemas
 
 GITHUB = "ghp_" + "R3dact" * 6  # in the prompt
@@ -31,10 +32,7 @@ USER = "alice"
 def run(
     args: list[str], env: dict[str, str], cwd: Path, check: bool = True
 ) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "acp_proxy", *args], cwd=cwd, env=env, capture_output=True,
-        text=True, timeout=60, check=False,
-    )  # fmt: skip
+    done = run_acp_proxy(*args, cwd=cwd, env=env)
     if check:
         assert done.returncode == 0, done.stdout + done.stderr
     return done

@@ -8,7 +8,8 @@ Rules:
   likes (a million-frame recording is indexed page by page, never read whole); rows already
   indexed never move, only the last row can still grow.
 - Arrays of machine integers, not lists of objects: three 8-byte numbers per row. (Grouping
-  the runs in SQL with window functions was measured three times slower than this loop.)
+  the runs in SQL with window functions was measured slower than this loop:
+  docs/performance.md, "The web inspector".)
 """
 
 from __future__ import annotations

@@ -110,8 +110,7 @@ class Inspector:
         return ui_reads.connection_head(self.db.get(), connection_id)
 
     def exists(self, connection_id: int) -> bool:
-        row = self.db.get().execute("SELECT 1 FROM connection WHERE id = ?", (connection_id,))
-        return row.fetchone() is not None
+        return ui_reads.connection_exists(self.db.get(), connection_id)
 
     def overview(self, connection_id: int) -> dict[str, Any] | None:
         """``head`` plus turns, errors and malformed frames, counted once per frame."""
