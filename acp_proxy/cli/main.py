@@ -235,6 +235,47 @@ def main() -> None:
     "of its own that only reads the database; its address is said on stderr.",
 )
 @click.option(
+    "--listen",
+    metavar="HOST:PORT",
+    help="Be a reverse proxy for a remote agent instead: serve its endpoint (Streamable HTTP "
+    "over HTTP/1.1 and h2c, and WebSocket) on HOST:PORT (loopback unless told otherwise; port "
+    "0 picks a free one, said on stderr) and record every connection. Needs --upstream and the "
+    "`remote` extra. See docs/remote.md.",
+)
+@click.option(
+    "--upstream",
+    metavar="URL",
+    help="With --listen: the remote agent's endpoint, e.g. http://127.0.0.1:8000/acp "
+    "(https is verified against the system's CAs or --upstream-ca).",
+)
+@click.option(
+    "--upstream-ca",
+    type=click.Path(exists=True, dir_okay=False),
+    metavar="FILE",
+    help="With --listen: verify an https upstream against the CA certificates in FILE (PEM) "
+    "instead of the system's.",
+)
+@click.option(
+    "--cert",
+    type=click.Path(exists=True, dir_okay=False),
+    metavar="FILE",
+    help="With --listen: serve TLS (https, h2, wss) with this certificate chain (PEM); needs "
+    "--key.",
+)
+@click.option(
+    "--key",
+    type=click.Path(exists=True, dir_okay=False),
+    metavar="FILE",
+    help="With --listen: the private key (PEM) of --cert.",
+)
+@click.option(
+    "--record-credentials",
+    is_flag=True,
+    help="With --listen: also record the values of Authorization, Cookie and other credential "
+    "headers (never recorded otherwise: the recording shows only that they were there). "
+    "Bundles and redacted exports still remove them.",
+)
+@click.option(
     "--connect",
     metavar="URL",
     help="Be the agent yourself, for a remote one: bridge the client on stdin and stdout to "
@@ -260,6 +301,12 @@ def record(
     otlp_content: bool,
     max_recorder_wait: float,
     ui: bool,
+    listen: str | None,
+    upstream: str | None,
+    upstream_ca: str | None,
+    cert: str | None,
+    key: str | None,
+    record_credentials: bool,
     connect: str | None,
     headers: tuple[str, ...],
     agent_command: tuple[str, ...],
@@ -276,6 +323,10 @@ def record(
 
     With --connect URL instead of a command, the proxy is the client's agent and a remote ACP
     client to URL; it exits 0 when the client ends, 1 when the remote end fails.
+
+    For a remote agent, serve its endpoint and record every client that connects:
+
+        acp-proxy record --listen 127.0.0.1:0 --upstream http://127.0.0.1:8000/acp
     """
     from acp_proxy.cli.sinks import recorder_sinks
     from acp_proxy.record.session import RecordOptions
@@ -285,19 +336,77 @@ def record(
         raise click.UsageError("--otlp-content needs --otlp")
     if otlp is not None:
         require_otel()
+    if listen is not None:
+        if agent_command:
+            raise click.UsageError("--listen records a remote agent: give no agent command")
+        if connect is not None or headers:
+            raise click.UsageError("--listen and --connect do not go together")
+        sys.exit(_listen(
+            listen, upstream, resolve_db(db), label=label, check=check, otlp=otlp,
+            otlp_content=otlp_content, max_recorder_wait=max_recorder_wait, ui=ui,
+            upstream_ca=upstream_ca, cert=cert, key=key, record_credentials=record_credentials,
+        ))  # fmt: skip
+    for name, value in (("--upstream", upstream), ("--upstream-ca", upstream_ca),
+                        ("--cert", cert), ("--key", key),
+                        ("--record-credentials", record_credentials or None)):  # fmt: skip
+        if value is not None:
+            raise click.UsageError(f"{name} needs --listen")
     if connect is not None or headers:
         _record_bridge(
             db, label, grace, check, otlp, otlp_content, max_recorder_wait, ui, connect,
             headers, agent_command,
         )  # fmt: skip
     if not agent_command:
-        raise click.UsageError("give the agent command (after --), or --connect URL")
+        raise click.UsageError(
+            "give the agent command (after --), or --connect URL, or --listen HOST:PORT"
+        )
     options = RecordOptions(
         agent_command, resolve_db(db), label=label, grace=grace, check=check, otlp=otlp,
         otlp_content=otlp_content, max_recorder_wait=max_recorder_wait, ui=ui,
         sinks=recorder_sinks,
     )  # fmt: skip
     sys.exit(run_record(options, report))
+
+
+def _listen(
+    listen: str, upstream: str | None, db_path: Path, *, label: str | None, check: bool,
+    otlp: str | None, otlp_content: bool, max_recorder_wait: float, ui: bool,
+    upstream_ca: str | None, cert: str | None, key: str | None, record_credentials: bool,
+) -> int:  # fmt: skip
+    """``record --listen``: check the command line, then serve (remote/serve.py)."""
+    from acp_proxy.remote import missing_extra
+
+    if upstream is None:
+        raise click.UsageError("--listen needs --upstream URL (the remote agent's endpoint)")
+    if (cert is None) != (key is None):
+        raise click.UsageError("--cert and --key go together")
+    missing = missing_extra()
+    if missing is not None:
+        report(missing)
+        sys.exit(2)
+    from acp_proxy.remote.listen_address import AddressError, parse_listen
+    from acp_proxy.remote.serve import ListenOptions, run
+    from acp_proxy.remote.upstream import BadUpstream, Endpoint
+
+    try:
+        Endpoint.parse(upstream)
+        parse_listen(listen)
+    except (BadUpstream, AddressError) as error:
+        raise click.UsageError(str(error)) from None
+    from acp_proxy.cli.sinks import recorder_sinks
+
+    options = ListenOptions(
+        listen, upstream, db_path, label=label, check=check, sinks=recorder_sinks,
+        otlp=None if otlp is None else {"endpoint": otlp or None, "content": otlp_content},
+        max_recorder_wait=max_recorder_wait,
+        upstream_ca=upstream_ca, cert=cert, key=key, record_credentials=record_credentials,
+        ui=ui,
+    )  # fmt: skip
+    try:
+        return run(options, report)
+    except AddressError as error:
+        report(str(error))
+        return 2
 
 
 def _how_to_run(program: str) -> str:

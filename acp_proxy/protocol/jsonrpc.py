@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from acp_proxy.protocol.depth import bounded, too_deep
+from acp_proxy.protocol.depth import bounded, checkable, too_deep
 
 JsonId = str | int | float | None
 
@@ -236,6 +236,8 @@ def decode(raw: bytes | bytearray) -> tuple[Any, Unparseable | None]:
             value = bounded(raw)
             if value is not None:
                 return value, None
+            if not checkable(raw):
+                return None, Unparseable("nested too deep to check at this size", bad_utf8=False)
             return None, Unparseable(f"not JSON: {fast_error}", bad_utf8=False)
         try:
             return json.loads(text, parse_constant=_reject_constant), None
@@ -252,7 +254,17 @@ def decode_for_reading(raw: bytes | bytearray) -> tuple[Any, Unparseable | None]
         value = bounded(raw)
         if value is not None:
             return value, None
+        reason = "not JSON" if checkable(raw) else "nested too deep to read at this size"
+        return None, Unparseable(reason, bad_utf8=not _is_utf8(raw))
     return decode(raw)
+
+
+def _is_utf8(raw: bytes | bytearray) -> bool:
+    try:
+        bytes(raw).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _reject_constant(name: str) -> Any:

@@ -42,41 +42,31 @@ class SseReader:
         self.comments = 0
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
-        events: list[SseEvent] = []
         if not chunk:
-            return events
-        start = 0
+            return []
         if self._after_cr and chunk[:1] == b"\n":
-            start = 1  # the LF of a CRLF split between chunks
+            chunk = chunk[1:]  # the LF of a CRLF split between chunks
         self._after_cr = False
-        length = len(chunk)
-        while start < length:
-            cr = chunk.find(b"\r", start)
-            lf = chunk.find(b"\n", start)
-            ends = [i for i in (cr, lf) if i >= 0]
-            if not ends:
-                self._partial += chunk[start:]
-                if len(self._partial) > self._max_line:
-                    raise SseTooLong(f"an event stream line is longer than {self._max_line}")
-                break
-            end = min(ends)
-            if self._partial:
-                self._partial += chunk[start:end]
-                line = bytes(self._partial)
-                self._partial.clear()
-            else:
-                line = chunk[start:end]
-            if len(line) > self._max_line:
-                raise SseTooLong(f"an event stream line is longer than {self._max_line}")
-            if chunk[end : end + 1] == b"\r":
-                if end + 1 < length:
-                    start = end + 2 if chunk[end + 1 : end + 2] == b"\n" else end + 1
-                else:
-                    self._after_cr = True
-                    start = end + 1
-            else:
-                start = end + 1
-            event = self._line(line)
+        data = bytes(self._partial) + chunk if self._partial else chunk
+        if b"\r" in data:
+            # A CR at the very end ends its line now; an LF opening the next chunk is its pair.
+            self._after_cr = data.endswith(b"\r")
+            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        lines = data.split(b"\n")
+        rest = lines.pop()
+        if len(rest) > self._max_line:
+            raise SseTooLong(f"an event stream line is longer than {self._max_line}")
+        self._partial = bytearray(rest)
+        events: list[SseEvent] = []
+        line_event = self._line
+        limit = self._max_line
+        for line in lines:
+            if len(line) > limit:
+                raise SseTooLong(f"an event stream line is longer than {limit}")
+            if line[:6] == b"data: ":  # what every event is made of: the fast path
+                self._data.append(line[6:])
+                continue
+            event = line_event(line)
             if event is not None:
                 events.append(event)
         return events

@@ -25,10 +25,12 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import time
 from collections import deque
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -86,11 +88,12 @@ class RecordingHub:
     def start(
         cls, db_path: str | Path, report: Reporter, *, check: bool = False,
         otlp: dict[str, object] | None = None, clock_origin: tuple[int, int] | None = None,
-        sinks: SinkFactory | None = None,
+        sinks: SinkFactory | None = None, close_in_child: Iterable[int] = (),
     ) -> RecordingHub:  # fmt: skip
         """Fork the recorder process; call it before any thread or event loop exists.
 
-        ``sinks`` (the command line's, cli/sinks.py) makes each connection's sinks.
+        ``sinks`` (the command line's, cli/sinks.py) makes each connection's sinks;
+        ``close_in_child``: descriptors the recorder must not keep (the listening socket).
         """
         from acp_proxy.record.hub_recorder import record_from_pipe
 
@@ -100,6 +103,9 @@ class RecordingHub:
 
         def child(committed_fd: int) -> int:
             os.close(write_fd)
+            for fd in close_in_child:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
             return record_from_pipe(read_fd, origin, report, committed_fd, sinks)
 
         pid, committed_read = fork_recorder(report, child)
@@ -152,6 +158,24 @@ class RecordingHub:
             mono_ns, len(raw),
         )  # fmt: skip
         self._send(header + raw)
+        return True
+
+    def messages(
+        self, key: int, direction: Direction, mono_ns: int, raws: list[bytes],
+        exchange_seq: int, stream: str,
+    ) -> bool:  # fmt: skip
+        """``message`` for several at once (one read's events): one write for all of them."""
+        if self._gone:
+            return True
+        if self.pending >= MAX_PENDING_BYTES:
+            return False
+        pack = HEADER.pack
+        code, stream_code = DIRECTION_CODES[direction], STREAM_CODES[stream]
+        parts: list[bytes] = []
+        for raw in raws:
+            parts.append(pack(MESSAGE, code, stream_code, key, exchange_seq, mono_ns, len(raw)))
+            parts.append(raw)
+        self._send(b"".join(parts))
         return True
 
     def lost(

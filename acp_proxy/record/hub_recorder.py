@@ -1,11 +1,12 @@
 """The recorder process of a ``RecordingHub`` (hub.py): many connections, whole messages.
 
 Rules:
-- It reads the hub's pipe on its one thread, in the idle scheduling class (as the stdio
-  recorder: the listener and the peers win every contest for a core), and records in batches:
-  after a pause of ``QUIET_SECONDS`` in the traffic, or once records have waited
-  ``PATIENCE_SECONDS``, or once ``ENOUGH_BYTES`` wait. While it writes, the pipe and then the
-  hub's memory hold what arrives (bounded there: hub.py).
+- As the stdio recorder: a reader thread at normal priority drains the hub's pipe at once,
+  whole records at a time, into a ``ChunkQueue`` (memory, then a spill file: chunk_queue.py),
+  so the pipe never stays full while SQLite works; the recording thread runs in the idle
+  scheduling class (the listener and the peers win every contest for a core) and records in
+  batches: after a pause of ``QUIET_SECONDS`` in the traffic, or once records have waited
+  ``PATIENCE_SECONDS``, or once ``ENOUGH_BYTES`` wait.
 - Each connection has its own observer (protocol/observer.py, the one verdict), its own
   ``RecordingWriter`` row and counts; all share one SQLite connection. A message is one frame,
   ``raw`` exactly as it crossed, ``offset`` the sum of the sizes before it in its direction;
@@ -26,8 +27,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-import select
 import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,11 +42,13 @@ from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.observer import ConnectionObserver, FrameRecord
 from acp_proxy.protocol.wire import Frame
 from acp_proxy.record import hub_pipe as pipe
+from acp_proxy.record.losses import Lost
 from acp_proxy.record.recorder import IDLE_INDEX_FRAMES, retry_while_busy
 from acp_proxy.record.recorder_process import _yield_to_forwarding
 from acp_proxy.stderr import Reporter
 
 if TYPE_CHECKING:
+    from acp_proxy.record.chunk_queue import ChunkQueue
     from acp_proxy.record.live_check import LiveCheck
     from acp_proxy.record.recorder import RecordSink, SinkFactory
     from acp_proxy.store.remote import RemoteFactsWriter, TransportRow
@@ -56,6 +59,7 @@ _T = TypeVar("_T")
 QUIET_SECONDS = 0.005
 PATIENCE_SECONDS = 0.25
 ENOUGH_BYTES = 16 * 1024 * 1024
+BATCH_BYTES = 4 * 1024 * 1024
 IDLE_SECONDS = 0.25
 READ_BYTES = 1024 * 1024
 
@@ -95,7 +99,6 @@ class HubRecorder:
         self._settings: dict[str, Any] = {}
         self._facts: RemoteFactsWriter | None = None
         self._connections: dict[int, _Connection] = {}
-        self._waiting = 0  # bytes of messages taken since the last batch
         self.error: str | None = None
         self.frames_lost = 0
         self._said_busy = False
@@ -103,37 +106,36 @@ class HubRecorder:
     # --- reading ------------------------------------------------------------------------
 
     def run(self, fd: int) -> None:
+        """Record until the hub closes its pipe (on this thread, which ``record_from_pipe``
+        has put in the idle class; the pipe's reader thread keeps normal priority)."""
+        from acp_proxy.record.chunk_queue import ChunkQueue
+
+        queue = ChunkQueue(report=self._report)
+        reader = threading.Thread(
+            target=_read_pipe, args=(fd, queue), name="acp-proxy hub reader", daemon=True
+        )
+        reader.start()
+        _yield_to_forwarding()
         buffer = bytearray()
-        first_waiting = 0.0
-        ended = False
-        while not ended:
-            timeout = QUIET_SECONDS if self._waiting or self._has_work() else IDLE_SECONDS
-            ready, _, _ = select.select([fd], [], [], timeout)
-            if ready:
-                try:
-                    data = os.read(fd, READ_BYTES)
-                except OSError:
-                    data = b""
-                if not data:
-                    ended = True
-                else:
-                    buffer += data
-                    taken = self._take(buffer)
-                    del buffer[:taken]
-                    if self._has_work() and not first_waiting:
-                        first_waiting = time.monotonic()
-            now = time.monotonic()
-            busy = bool(ready) and not ended
-            if self._has_work() and (
-                not busy or now - first_waiting >= PATIENCE_SECONDS or self._waiting >= ENOUGH_BYTES
-            ):
-                self._batch()
-                first_waiting = 0.0
-            elif not ready and not self._has_work():
+        while True:
+            items = queue.take(
+                QUIET_SECONDS, PATIENCE_SECONDS, ENOUGH_BYTES, idle=IDLE_SECONDS, limit=BATCH_BYTES
+            )
+            if items is None:
+                break
+            if not items:
                 self._idle()
-        self._batch()
-        for key in list(self._connections):
-            self._connections[key].closed = self._connections[key].closed or {
+                continue
+            for _, _, chunk in items:
+                if isinstance(chunk, Lost):
+                    self._records_lost(chunk)
+                    continue
+                buffer += chunk
+                del buffer[: self._take(buffer)]
+            self._batch()
+        reader.join()
+        for connection in self._connections.values():
+            connection.closed = connection.closed or {
                 "status": "dropped", "error": "the listener stopped with the connection open",
                 "ended_ns": time.time_ns(),
             }  # fmt: skip
@@ -142,12 +144,14 @@ class HubRecorder:
             with contextlib.suppress(RecordingError):
                 self._facts.checkpoint()
 
-    def _has_work(self) -> bool:
-        return any(
-            c.records or c.transports or c.new_exchanges or c.exchange_updates or c.updates
-            or c.closed is not None or c.lost[0]
-            for c in self._connections.values()
-        )  # fmt: skip
+    def _records_lost(self, lost: Lost) -> None:
+        """The queue could not keep some records (its spill file failed): which connections
+        they belonged to is not known, so every open one counts at least one frame lost."""
+        for connection in self._connections.values():
+            connection.lost[0] += 1
+            connection.lost[1] += 0
+            if lost.reason not in connection.reasons:
+                connection.reasons.append(lost.reason)
 
     def _take(self, buffer: bytearray) -> int:
         """Handle every whole record in ``buffer``; return the bytes taken."""
@@ -213,7 +217,6 @@ class HubRecorder:
         totals[1] += len(raw)
         connection.records.append(record)
         connection.transports.append((0, record.seq, exchange_seq, stream))
-        self._waiting += len(raw)
 
     # --- writing ------------------------------------------------------------------------
 
@@ -262,7 +265,6 @@ class HubRecorder:
             )
 
     def _batch(self) -> None:
-        self._waiting = 0
         new_exchanges: list[tuple[int, dict[str, Any]]] = []
         exchange_updates: list[tuple[int, int, dict[str, Any]]] = []
         transports: list[TransportRow] = []
@@ -409,6 +411,34 @@ class HubRecorder:
         self._facts = None
 
 
+def _read_pipe(fd: int, queue: ChunkQueue) -> None:
+    """Drain the hub's pipe into the queue promptly, whole records at a time, until EOF."""
+    rest = bytearray()
+    size = pipe.HEADER.size
+    try:
+        while True:
+            try:
+                data = os.read(fd, READ_BYTES)
+            except InterruptedError:
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                return
+            rest += data
+            at = 0
+            while len(rest) - at >= size:
+                length = pipe.HEADER.unpack_from(rest, at)[-1]
+                if len(rest) - at - size < length:
+                    break
+                at += size + length
+            if at:
+                queue.put(Direction.CLIENT_TO_AGENT, time.monotonic_ns(), bytes(rest[:at]))
+                del rest[:at]
+    finally:
+        queue.close()
+
+
 def record_from_pipe(
     fd: int, clock_origin: tuple[int, int], report: Reporter, committed_fd: int,
     sinks: SinkFactory | None = None,
@@ -421,7 +451,6 @@ def record_from_pipe(
     os.close(null)
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # it ends with the pipe
         signal.signal(signum, signal.SIG_IGN)
-    _yield_to_forwarding()
     recorder = HubRecorder(report, clock_origin, sinks)
     recorder.run(fd)
     outcome = b"0" if recorder.error is not None else b"2" if recorder.frames_lost else b"1"

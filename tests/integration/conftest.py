@@ -79,7 +79,8 @@ def node() -> str:
 def ts_sdk(node: str, peers_dir: Path) -> Path:
     """The installed TypeScript SDK package folder (its examples are in ``dist/examples``)."""
     package = peers_dir / "node" / "node_modules" / "@agentclientprotocol" / "sdk"
-    if _package_version(package) != TS_SDK_VERSION:
+    ws = peers_dir / "node" / "node_modules" / "ws"  # the remote examples need it
+    if _package_version(package) != TS_SDK_VERSION or _package_version(ws) is None:
         env = {**os.environ, "ACP_PROXY_PEERS_DIR": str(peers_dir)}
         done = subprocess.run(
             ["bash", str(INSTALL_NODE_PEERS)], env=env, capture_output=True, text=True, check=False

@@ -90,9 +90,20 @@ def start_ui(args: list[str], log: Path) -> Served:
     return Served(url, process, log)
 
 
+# For the committed pictures only: this checkout's and the test's folders shown as a user's.
+_NEUTRAL_PATHS = """([checkout, temporary]) => {
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        node.textContent = node.textContent.split(checkout).join("/home/me/acp-proxy")
+            .replace(new RegExp(temporary, "g"), "/home/me/project");
+    }
+}"""
+
+
 def screenshot(page: Any, name: str) -> None:
     """Save a PNG of the page under ``$ACP_PROXY_SCREENSHOTS`` (only when it is set)."""
     folder = os.environ.get("ACP_PROXY_SCREENSHOTS")
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
+        page.evaluate(_NEUTRAL_PATHS, [str(REPO), r'/tmp/pytest-of-[^\s"]*'])
         page.screenshot(path=str(Path(folder) / f"{name}.png"))

@@ -1,0 +1,408 @@
+"""What ``record --listen`` costs a remote conversation: the same client and agent, direct and
+through the proxy, interleaved in one run.
+
+    python -m tests.perf.bench_remote [--repeat 5] [--pings 2000] [--updates 100000]
+                                      [--connections 100] [--per-connection 1000]
+
+The agent is tests/perf/remote_server.py (raw ASGI on hypercorn, so that the agent costs
+little); the client runs here, on httpx (Streamable HTTP) and websockets. Per repeat, for
+``direct`` (the client talks to the agent) and ``acp-proxy`` (``record --listen 127.0.0.1:0
+--upstream URL`` between them, one listener and a fresh database per repeat), alternating
+(ping blocks of 200 round trips, then each stream and the concurrent run, in an order that
+rotates from repeat to repeat):
+
+- ``ping-http`` / ``ping-ws``: ``--pings`` sequential round trips of a small request and its
+  answer (HTTP: POST, 202, the answer on the connection's event stream; WS: one message each
+  way); p50 and p99 per message.
+- ``stream-http`` / ``stream-ws``: one request answered by ``--updates`` ``session/update``
+  notifications of 100 bytes of text; throughput of the notifications' bytes at the client.
+- ``concurrent``: ``--connections`` Streamable HTTP connections at once, each streaming
+  ``--per-connection`` notifications; the listener's peak resident memory above its idle
+  memory, per connection, and its recorder process's.
+
+Every proxy run's database is checked: every message recorded, none lost. Prints medians over
+repeats, ratios and differences against direct taken within each repeat. Not run by pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[2]
+INIT = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}'
+JSON = {"content-type": "application/json"}
+BLOCK = 200  # round trips per ping block; direct and proxied blocks alternate
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_port(port: int) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        time.sleep(0.02)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+@contextlib.contextmanager
+def agent() -> Iterator[str]:
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.perf.remote_server", str(port)], env=_env(),
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        _wait_port(port)
+        yield f"http://127.0.0.1:{port}/acp"
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(20)
+
+
+class Listener:
+    def __init__(self, upstream: str, db: Path) -> None:
+        argv = [sys.executable, "-m", "acp_proxy", "record", "--db", str(db), "--listen",
+                "127.0.0.1:0", "--upstream", upstream]  # fmt: skip
+        self.process = subprocess.Popen(
+            argv, env=_env(), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        assert self.process.stderr is not None
+        line = self.process.stderr.readline().decode()
+        if "listening on " not in line:
+            raise RuntimeError(f"the listener said {line!r}")
+        self.url = line.split("listening on ", 1)[1].strip()
+        self._rest = threading.Thread(target=self.process.stderr.read, daemon=True)
+        self._rest.start()
+        self.recorder = self.recorder_pid()
+
+    def recorder_pid(self) -> int:
+        pid = self.process.pid
+        return int(Path(f"/proc/{pid}/task/{pid}/children").read_text().split()[0])
+
+    def stop(self) -> None:
+        """Stop the listener, then wait for its recorder to commit everything (it may go on
+        after the listener's exit when it is behind)."""
+        self.process.send_signal(signal.SIGINT)
+        self.process.wait(60)
+        deadline = time.monotonic() + 300
+        while Path(f"/proc/{self.recorder}").exists() and time.monotonic() < deadline:
+            status = Path(f"/proc/{self.recorder}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            if status == "Z":
+                break
+            time.sleep(0.05)
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _request(method: str, rpc_id: int, **params: Any) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": rpc_id, "method": method, "params": params}).encode()
+
+
+class HttpConnection:
+    """One Streamable HTTP connection: POST messages, read answers off its event stream."""
+
+    def __init__(self, client: httpx.AsyncClient, url: str) -> None:
+        self.client = client
+        self.url = url
+        self.events: asyncio.Queue[bytes] = asyncio.Queue()
+        self.bytes = 0
+        self._task: asyncio.Task[None] | None = None
+        self.cid = ""
+
+    async def open(self) -> None:
+        answer = await self.client.post(self.url, content=INIT, headers=JSON)
+        self.cid = answer.headers["acp-connection-id"]
+        self._task = asyncio.ensure_future(self._read())
+
+    async def _read(self) -> None:
+        headers = {"acp-connection-id": self.cid, "accept": "text/event-stream"}
+        async with self.client.stream("GET", self.url, headers=headers) as response:
+            pending = b""
+            async for chunk in response.aiter_raw():
+                pending += chunk
+                *events, pending = pending.split(b"\n\n")
+                for event in events:
+                    data = event[6:]
+                    self.bytes += len(data)
+                    self.events.put_nowait(data)
+
+    async def post(self, body: bytes) -> None:
+        answer = await self.client.post(
+            self.url, content=body, headers={**JSON, "acp-connection-id": self.cid}
+        )
+        assert answer.status_code == 202, answer.status_code
+
+    async def until_answer(self, rpc_id: int) -> None:
+        marker = f'"id": {rpc_id}, "result"'.encode()
+        while marker not in await self.events.get():
+            pass
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
+        await self.client.request("DELETE", self.url, headers={"acp-connection-id": self.cid})
+
+
+def _client() -> httpx.AsyncClient:
+    return httpx.AsyncClient(timeout=httpx.Timeout(None), limits=httpx.Limits(max_connections=None))
+
+
+async def ping_http(url: str, count: int) -> list[int]:
+    async with _client() as client:
+        connection = HttpConnection(client, url)
+        await connection.open()
+        times = []
+        for n in range(1, count + 1):
+            started = time.perf_counter_ns()
+            await connection.post(_request("bench/ping", n))
+            await connection.until_answer(n)
+            times.append(time.perf_counter_ns() - started)
+        await connection.close()
+    return times
+
+
+async def stream_http(url: str, updates: int) -> tuple[float, int]:
+    async with _client() as client:
+        connection = HttpConnection(client, url)
+        await connection.open()
+        started = time.perf_counter()
+        await connection.post(_request("bench/stream", 1, count=updates, size=100))
+        await connection.until_answer(1)
+        elapsed = time.perf_counter() - started
+        received = connection.bytes
+        await connection.close()
+    return elapsed, received
+
+
+def _ws(url: str) -> str:
+    return "ws" + url[len("http") :]
+
+
+async def ping_ws(url: str, count: int) -> list[int]:
+    from websockets.asyncio.client import connect
+
+    async with connect(_ws(url), compression=None, max_size=None) as ws:
+        times = []
+        for n in range(1, count + 1):
+            started = time.perf_counter_ns()
+            await ws.send(_request("bench/ping", n).decode())
+            await ws.recv()
+            times.append(time.perf_counter_ns() - started)
+    return times
+
+
+async def stream_ws(url: str, updates: int) -> tuple[float, int]:
+    from websockets.asyncio.client import connect
+
+    async with connect(_ws(url), compression=None, max_size=None) as ws:
+        started = time.perf_counter()
+        await ws.send(_request("bench/stream", 1, count=updates, size=100).decode())
+        received = 0
+        for _ in range(updates + 1):
+            received += len(await ws.recv())
+        elapsed = time.perf_counter() - started
+    return elapsed, received
+
+
+async def concurrent(url: str, connections: int, per_connection: int) -> float:
+    async with _client() as client:
+        opened = [HttpConnection(client, url) for _ in range(connections)]
+        await asyncio.gather(*(c.open() for c in opened))
+        started = time.perf_counter()
+        await asyncio.gather(
+            *(c.post(_request("bench/stream", 1, count=per_connection, size=100)) for c in opened)
+        )
+        await asyncio.gather(*(c.until_answer(1) for c in opened))
+        elapsed = time.perf_counter() - started
+        await asyncio.gather(*(c.close() for c in opened))
+    return elapsed
+
+
+def _percentile(values: list[int], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, round(fraction * len(ordered)) - 1)] / 1000.0  # microseconds
+
+
+def _check(db: Path, expected_frames: int) -> None:
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        frames, lost = conn.execute(
+            "SELECT sum(frames_c2a + frames_a2c), sum(frames_lost) FROM connection"
+        ).fetchone()
+    if frames != expected_frames or lost:
+        raise RuntimeError(
+            f"{db}: {frames} frames recorded, {expected_frames} expected, {lost} lost"
+        )
+
+
+class Sampler:
+    """The peak resident memory of some processes, sampled every 20 ms."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self.peaks = {pid: rss_kib(pid) for pid in pids}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            for pid in self.peaks:
+                with contextlib.suppress(OSError):
+                    self.peaks[pid] = max(self.peaks[pid], rss_kib(pid))
+
+    def stop(self) -> dict[int, int]:
+        self._stop.set()
+        self._thread.join()
+        return self.peaks
+
+
+def one_repeat(upstream: str, args: argparse.Namespace, order: list[str]) -> dict[str, Any]:
+    """One repeat: one listener; direct and proxied runs alternate, ping blocks of
+    ``BLOCK`` round trips at a time, so both see the same moments of a busy machine."""
+    results: dict[str, Any] = {mode: {"ping-http": [], "ping-ws": []} for mode in order}
+    with tempfile.TemporaryDirectory() as scratch:
+        db = Path(scratch) / "r.sqlite"
+        listener = Listener(upstream, db)
+        urls = {"direct": upstream, "acp-proxy": listener.url}
+        blocks = 0
+        try:
+            for start in range(0, args.pings, BLOCK):
+                count = min(BLOCK, args.pings - start)
+                blocks += 1
+                for mode in order if blocks % 2 else order[::-1]:
+                    results[mode]["ping-http"] += asyncio.run(ping_http(urls[mode], count))
+                    results[mode]["ping-ws"] += asyncio.run(ping_ws(urls[mode], count))
+            for mode in order:
+                results[mode]["stream-http"] = asyncio.run(stream_http(urls[mode], args.updates))
+                results[mode]["stream-ws"] = asyncio.run(stream_ws(urls[mode], args.updates))
+            pids = [listener.process.pid, listener.recorder]
+            for mode in order:
+                idle = {pid: rss_kib(pid) for pid in pids}
+                sampler = Sampler(pids)
+                results[mode]["concurrent"] = asyncio.run(
+                    concurrent(urls[mode], args.connections, args.per_connection)
+                )
+                peaks = sampler.stop()
+                if mode == "acp-proxy":
+                    results[mode]["memory"] = {
+                        "listener_idle_kib": idle[pids[0]], "listener_peak_kib": peaks[pids[0]],
+                        "recorder_idle_kib": idle[pids[1]], "recorder_peak_kib": peaks[pids[1]],
+                    }  # fmt: skip
+        finally:
+            listener.stop()
+        # HTTP: each ping block opens a connection (initialize and its answer), then each
+        # request and its answer (a stream's answer is its updates and the result); WS sends
+        # no initialize.
+        expected = 2 * blocks + 2 * args.pings + 2 * args.pings
+        expected += (2 + 2 + args.updates) + (2 + args.updates)
+        expected += args.connections * (2 + 2 + args.per_connection)
+        _check(db, expected)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--pings", type=int, default=2000)
+    parser.add_argument("--updates", type=int, default=100_000)
+    parser.add_argument("--connections", type=int, default=100)
+    parser.add_argument("--per-connection", type=int, default=1000)
+    parser.add_argument("--json", type=Path, help="write every figure here")
+    args = parser.parse_args()
+    repeats = []
+    with agent() as upstream:
+        for n in range(args.repeat):
+            order = ["direct", "acp-proxy"] if n % 2 == 0 else ["acp-proxy", "direct"]
+            repeats.append(one_repeat(upstream, args, order))
+            print(f"repeat {n + 1}/{args.repeat} done", file=sys.stderr)
+    if args.json:
+        args.json.write_text(json.dumps(repeats))
+    print(report(repeats, args))
+
+
+def report(repeats: list[dict[str, Any]], args: argparse.Namespace) -> str:
+    median = statistics.median
+    lines = [
+        f"{args.repeat} repeats, interleaved; medians over repeats (per repeat: direct and "
+        "acp-proxy in the same run)",
+        "",
+        "| figure | direct | acp-proxy | acp-proxy - direct (or ratio) |",
+        "|---|---|---|---|",
+    ]
+    for profile in ("http", "ws"):
+        for name, fraction in (("p50", 0.5), ("p99", 0.99)):
+            d = [_percentile(r["direct"][f"ping-{profile}"], fraction) for r in repeats]
+            p = [_percentile(r["acp-proxy"][f"ping-{profile}"], fraction) for r in repeats]
+            added = [b - a for a, b in zip(d, p, strict=True)]
+            lines.append(
+                f"| round trip {profile} {name} (us) | {median(d):.0f} | {median(p):.0f} | "
+                f"+{median(added):.0f} us |"
+            )
+    for profile in ("http", "ws"):
+        d = [r["direct"][f"stream-{profile}"][1] / r["direct"][f"stream-{profile}"][0] / 1e6
+             for r in repeats]  # fmt: skip
+        p = [r["acp-proxy"][f"stream-{profile}"][1] / r["acp-proxy"][f"stream-{profile}"][0] / 1e6
+             for r in repeats]  # fmt: skip
+        ratios = [b / a for a, b in zip(d, p, strict=True)]
+        lines.append(
+            f"| {args.updates:,} updates over {profile} (MB/s at the client) | {median(d):.1f} | "
+            f"{median(p):.1f} | {median(ratios):.2f}x |"
+        )
+    d = [r["direct"]["concurrent"] for r in repeats]
+    p = [r["acp-proxy"]["concurrent"] for r in repeats]
+    ratios = [a / b for a, b in zip(d, p, strict=True)]
+    lines.append(
+        f"| {args.connections} connections x {args.per_connection:,} updates (s) | "
+        f"{median(d):.2f} | {median(p):.2f} | {median(ratios):.2f}x |"
+    )
+    memory = [r["acp-proxy"]["memory"] for r in repeats]
+    per = [(m["listener_peak_kib"] - m["listener_idle_kib"]) / args.connections for m in memory]
+    rec = [(m["recorder_peak_kib"] - m["recorder_idle_kib"]) / args.connections for m in memory]
+    lines += [
+        "",
+        f"listener idle RSS {median([m['listener_idle_kib'] for m in memory]) / 1024:.1f} MiB, "
+        f"peak {median([m['listener_peak_kib'] for m in memory]) / 1024:.1f} MiB: "
+        f"{median(per):.0f} KiB per connection; recorder process idle "
+        f"{median([m['recorder_idle_kib'] for m in memory]) / 1024:.1f} MiB, peak "
+        f"{median([m['recorder_peak_kib'] for m in memory]) / 1024:.1f} MiB "
+        f"({median(rec):.0f} KiB per connection). Every proxy run's database held every "
+        "message, none lost.",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
