@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from acp_proxy.check.base import Finding, RuleInfo
 from acp_proxy.plural import counted
-from acp_proxy.protocol.latency import Call, percentile
+from acp_proxy.protocol.latency import Call, duration_text, match_limit, percentile
 
 __all__ = ["LATENCY_RULE", "Budget", "over_budget", "parse_budget"]
 
@@ -60,22 +60,10 @@ class Budget:
 
 def parse_budget(text: str) -> Budget:
     """``METHOD=STATISTIC:DURATION`` as a ``Budget`` (see the rules)."""
-    found = _BUDGET.fullmatch(text.strip())
-    if found is None:
-        raise ValueError(f"{text!r} is not a latency budget: write {FORM}")
+    found = match_limit(_BUDGET, text, "latency budget", FORM)
     statistic = found["statistic"]
-    if statistic != "max" and not 0 < float(statistic[1:]) <= 100:
-        raise ValueError(f"{text!r}: a percentile is between p0 (excluded) and p100")
     limit = round(float(found["amount"]) * _UNITS[found["unit"]])
     return Budget(found["method"].strip(), statistic, limit, text.strip())
-
-
-def _duration(ns: int) -> str:
-    if ns >= 1_000_000_000:
-        return f"{ns / 1e9:.3g} s"
-    if ns >= 1_000_000:
-        return f"{ns / 1e6:.3g} ms"
-    return f"{ns / 1e3:.3g} us"
 
 
 def over_budget(
@@ -97,8 +85,8 @@ def over_budget(
             if value is None or value <= budget.limit_ns:
                 continue
             message = (
-                f"{method} ({direction}) {budget.statistic} latency {_duration(value)} is over "
-                f"its budget of {_duration(budget.limit_ns)} ({budget.text}; "
+                f"{method} ({direction}) {budget.statistic} latency {duration_text(value)} is over "
+                f"its budget of {duration_text(budget.limit_ns)} ({budget.text}; "
                 f"{counted(len(latencies), 'answered call')})"
             )
             found.append(Finding(LATENCY_RULE.id, LATENCY_RULE.severity, message, None,

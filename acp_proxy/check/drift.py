@@ -27,7 +27,7 @@ import orjson
 
 from acp_proxy.plural import counted
 from acp_proxy.protocol.decode import json_or_none
-from acp_proxy.protocol.latency import Call, percentile
+from acp_proxy.protocol.latency import Call, duration_text, match_limit, percentile
 
 __all__ = [
     "Drift", "Slowdown", "SlowdownLimit", "capabilities", "drifts", "gate_lines",
@@ -80,8 +80,8 @@ class Slowdown:
     def sentence(self) -> str:
         change = (self.after_ns - self.before_ns) / self.before_ns * 100 if self.before_ns else 0
         return (
-            f"{self.method} ({self.direction}) {self.statistic} {_duration(self.before_ns)} -> "
-            f"{_duration(self.after_ns)} ({change:+.0f}%), more than {self.limit} allows"
+            f"{self.method} ({self.direction}) {self.statistic} {duration_text(self.before_ns)} -> "
+            f"{duration_text(self.after_ns)} ({change:+.0f}%), more than {self.limit} allows"
         )
 
 
@@ -104,22 +104,10 @@ def _shown(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
-def _duration(ns: int) -> str:
-    if ns >= 1_000_000_000:
-        return f"{ns / 1e9:.3g} s"
-    if ns >= 1_000_000:
-        return f"{ns / 1e6:.3g} ms"
-    return f"{ns / 1e3:.3g} us"
-
-
 def parse_slowdown(text: str) -> SlowdownLimit:
     """``METHOD=STATISTIC:LIMIT`` (see the rules); ``ValueError`` in one line otherwise."""
-    found = _LIMIT.fullmatch(text.strip())
-    if found is None:
-        raise ValueError(f"{text!r} is not a slowdown limit: write {FORM}")
+    found = match_limit(_LIMIT, text, "slowdown limit", FORM)
     statistic = found["statistic"]
-    if statistic != "max" and not 0 < float(statistic[1:]) <= 100:
-        raise ValueError(f"{text!r}: a percentile is between p0 (excluded) and p100")
     percent = float(found["percent"]) if found["percent"] is not None else None
     limit = None if percent is not None else round(float(found["amount"]) * _UNITS[found["unit"]])
     return SlowdownLimit(found["method"].strip(), statistic, percent, limit, text.strip())

@@ -136,7 +136,7 @@ def test_a_remote_recording_replays_to_a_stdio_client_one_line_per_message(
     import subprocess
     import sys
 
-    from tests.check.test_transport_rules import DONE, INIT, INIT_OK, NEW, NEW_OK, PROMPT, UPDATE
+    from tests.support.remote_recordings import DONE, INIT, INIT_OK, NEW, NEW_OK, PROMPT, UPDATE
 
     done = subprocess.run(
         [sys.executable, "-m", "acp_proxy", "replay", "--db", str(remote_db), "remote"],
