@@ -18,9 +18,9 @@ from click.testing import CliRunner
 from acp_proxy.cli.main import main as cli
 from acp_proxy.store.database import connect
 from acp_proxy.store.writer import NewConnection, RecordingWriter
-from tests.serve.conftest import Served, wait_for
 from tests.support.fixtures_acp import V1_CONVERSATION, update
 from tests.support.helpers import A2C, C2A, line, observe_all, write_recording
+from tests.support.ui_server import Served, wait_for
 
 pytestmark = pytest.mark.timeout(60)
 

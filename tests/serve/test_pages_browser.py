@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.serve.conftest import screenshot, wait_for
 from tests.support.fixtures_acp import update
 from tests.support.helpers import A2C, C2A, ERR, line, write_recording
+from tests.support.ui_server import screenshot, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
