@@ -14,9 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.check.test_transport_rules import exchange, http_exchanges, http_frames
 from tests.support.cli import run
-from tests.support.remote_recordings import write_remote
+from tests.support.remote_recordings import exchange, http_exchanges, http_frames, write_remote
 
 TOKEN = "sk-live-abcdefghijklmnopqrstuvwxyz0123456789"
 SECRET_QUERY = "ghp_abcdefghijklmnopqrstuvwxyz0123456789AB"
