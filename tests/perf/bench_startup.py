@@ -16,9 +16,11 @@ e.g. a worktree of the code before a change; the default is this checkout), in t
   ``record --db SCRATCH -- python -I tests/perf/agent.py`` and, as ``direct``, the agent
   alone; record's added start-up is the difference of the two medians.
 
-Prints a Markdown table: the median, min..max, the ratio to the floor's median and the
-difference from it, per source; the CPU time (user + system, ``wait4``) of each process beside
-it, which a busy machine disturbs less. The targets (docs/performance.md) are printed below.
+``--cases record,replay`` times only those cases (the floors always). Prints a Markdown table:
+the median, the ratio to the floor's median and the difference from it, the fastest run and
+its ratio to the fastest floor, per source; the CPU time (user + system, ``wait4``) of each
+process beside it, which a busy machine disturbs less. The targets (docs/performance.md) are
+printed below.
 """
 
 from __future__ import annotations
@@ -140,6 +142,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=21)
     parser.add_argument("--source", action="append", default=[], metavar="NAME=DIR")
     parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--cases", default="", metavar="NAME,...",
+                        help="only these cases (default: all), e.g. record,replay")  # fmt: skip
     args = parser.parse_args()
     sources = [(name, Path(folder).resolve()) for name, _, folder in
                (text.partition("=") for text in args.source)] or [("this", HERE)]  # fmt: skip
@@ -147,6 +151,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=args.dir) as scratch:
         folder = Path(scratch)
         cases = _cases(python, folder)
+        if args.cases:
+            wanted = set(args.cases.split(","))
+            cases = {name: measure for name, measure in cases.items() if name in wanted}
         for _, source in sources:
             _database(python, source, folder)  # before any timing
         times: dict[tuple[str, str], list[float]] = {}
@@ -190,6 +197,8 @@ def _print(
     print()
     direct_min = min(times["", "direct"]) * 1000
     for name in dict.fromkeys(n for n, _ in times if n):
+        if (name, "record") not in times or (name, "replay") not in times:
+            continue
         added = ms(times[name, "record"]) - direct
         added_min = min(times[name, "record"]) * 1000 - direct_min
         print(f"{name}: record adds {added:.1f} ms to the agent's first answer "
