@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -41,7 +42,8 @@ def _name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _imports(path: Path) -> set[str]:
+@functools.cache
+def _imports(path: Path) -> frozenset[str]:
     """Every module ``path`` imports, at any depth of its code, as absolute dotted names."""
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
@@ -52,7 +54,7 @@ def _imports(path: Path) -> set[str]:
             module = node.module or ""
             names.add(module)
             names.update(f"{module}.{alias.name}" for alias in node.names)
-    return names
+    return frozenset(names)
 
 
 def _inside(path: Path, folder: str) -> bool:

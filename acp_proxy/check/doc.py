@@ -35,8 +35,41 @@ usage errors.
 acp-proxy schemas fetch                  # optional: check fetches them on first use (npm)
 acp-proxy check                          # the newest recording
 acp-proxy check --all --format junit > acp-check.xml
+acp-proxy check --all --format sarif > acp-check.sarif   # code scanning (GitHub, GitLab ...)
 acp-proxy check 3 --ignore ACP024 --select ACP0   # prefixes work
+acp-proxy check ci.jsonl --max-latency 'session/prompt=p99:30s'   # a latency budget
 ```
+
+## Reports for CI
+
+`--format text` (the default) is for people; `json` is one object for programs; `junit` is
+JUnit XML with one testsuite per connection and one testcase per rule; `sarif` is a SARIF
+2.1.0 log, the format code-scanning services read (GitHub's `upload-sarif` action, GitLab,
+Azure DevOps): one run whose driver lists the enabled rules (summary, fix, source, level),
+one result per finding. A result's location is the recording it was found in, the file as
+you named it (a JSONL export or a bundle in your repository) or the database, and, as a
+logical location, the connection and frame (`connection 3 #12 a2c`); its
+`partialFingerprints` (rule, recording, connection uid, seq, message) let the service tell a
+new finding from one it has seen. `tests/check/test_sarif.py` validates the output against the
+SARIF 2.1.0 schema.
+
+## Latency budgets
+
+`--max-latency METHOD=STATISTIC:DURATION` (repeatable) holds each method's request-to-response
+latency to a budget: METHOD is a glob (`session/prompt`, `fs/*`, `*`), STATISTIC is `pN` (a
+nearest-rank percentile, `p50`, `p95`, `p99`, `p99.9` ...) or `max`, DURATION a number with
+`us`, `ms`, `s` or `m`. Latency is what `acp-proxy stats --by-method` shows (the one
+definition in `protocol/latency.py`): per method and direction, unanswered requests left out,
+error responses counted. Every (method, direction) over a budget is a finding of rule
+**LAT001** (error), so `check` exits 1 and every report format carries it:
+
+```
+connection 1 end: error LAT001: session/prompt (c2a) p99 latency 41.2 s is over its budget
+of 30 s (session/prompt=p99:30s; 120 answered calls)
+```
+
+Budgets are per connection (a REF naming a session holds its whole connection to them). A
+budget that cannot be read is a usage error (exit 2).
 
 ## Schemas (ACP000)
 

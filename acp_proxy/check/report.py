@@ -1,4 +1,4 @@
-"""Pure formatting of ``check`` findings and ``diff`` results: text, JSON and JUnit XML.
+"""Pure formatting of ``check`` findings and ``diff`` results: text, JSON, JUnit XML, SARIF.
 
 Rules:
 - Text names each frame (connection, ``#seq``, direction), the rule with its severity, what is
@@ -7,6 +7,11 @@ Rules:
 - JUnit XML has one testsuite per connection and one testcase per enabled rule, failed when
   the rule found something (``type`` is the severity); XML-invalid characters from peer
   content are replaced, so CI parsers accept the file.
+- SARIF is version 2.1.0, as code-scanning tools read it (``render_sarif``): one run, the
+  enabled rules as the driver's rules, one result per finding whose location is the recording
+  it was found in (a file as given, or the database) and, as a logical location, the
+  connection and frame (``connection 3 #12 a2c``). A stable fingerprint (rule, recording,
+  connection uid, seq, message) lets a tool tell a new finding from an old one.
 - ``finding_line`` is the one-line form for ``record --check`` on stderr.
 - Recorded text in a report is made visible (``display.visible``; in JSON, ``json_visible``
   keeps the value): reports go to terminals.
@@ -22,12 +27,13 @@ from typing import Any
 
 import orjson
 
+from acp_proxy.check.budgets import LATENCY_RULE
 from acp_proxy.check.engine import RULES, Finding, RuleInfo
 from acp_proxy.display import json_visible, visible
 from acp_proxy.plural import counted
 from acp_proxy.protocol.diffing import Diff, Item
 
-_INFO: dict[str, RuleInfo] = {info.id: info for info in RULES}
+_INFO: dict[str, RuleInfo] = {info.id: info for info in (*RULES, LATENCY_RULE)}
 _XML_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
@@ -138,6 +144,80 @@ def render_junit(checked: Sequence[Checked], rules: Sequence[str]) -> str:
     root.set("failures", str(failed))
     root.set("errors", "0")
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+_LEVELS = {"error": "error", "warning": "warning"}
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a checked connection came from, for SARIF: the recording's uri and the uid."""
+
+    uri: str
+    uid: str | None = None
+
+
+def render_sarif(
+    checked: Sequence[Checked], rules: Sequence[str], sources: Sequence[Source], version: str
+) -> str:
+    """The findings as a SARIF 2.1.0 log (see the module rules); ``sources`` pairs ``checked``."""
+    import hashlib
+
+    index = {rule: n for n, rule in enumerate(rules)}
+    driver_rules = []
+    for rule in rules:
+        info = _INFO[rule]
+        driver_rules.append({
+            "id": rule, "name": rule,
+            "shortDescription": {"text": info.summary},
+            "fullDescription": {"text": f"{info.summary} (source: {info.source})"},
+            "help": {"text": f"fix: {info.fix}"},
+            "defaultConfiguration": {"level": _LEVELS.get(info.severity, "note")},
+            "properties": {"source": info.source},
+        })  # fmt: skip
+    results = []
+    artifacts: dict[str, int] = {}
+    for connection, source in zip(checked, sources, strict=True):
+        artifact = artifacts.setdefault(source.uri, len(artifacts))
+        for finding in connection.findings:
+            frame = f"#{finding.seq} {finding.direction}" if finding.seq is not None else "end"
+            where = f"connection {connection.connection_id} {frame}"
+            stable = "\0".join([
+                finding.rule, source.uri, source.uid or str(connection.connection_id),
+                str(finding.seq), finding.message,
+            ])  # fmt: skip
+            result: dict[str, Any] = {
+                "ruleId": finding.rule,
+                "level": _LEVELS.get(finding.severity, "note"),
+                "message": {"text": visible(f"{where}: {finding.message}")},
+                "locations": [{
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": source.uri, "index": artifact},
+                    },
+                    "logicalLocations": [{"name": where, "kind": "object"}],
+                }],
+                "partialFingerprints": {
+                    "acpProxyFinding/v1": hashlib.sha256(stable.encode()).hexdigest(),
+                },
+            }  # fmt: skip
+            if finding.rule in index:
+                result["ruleIndex"] = index[finding.rule]
+            results.append(result)
+    log = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "acp-proxy check", "version": version,
+                "informationUri": "https://agentclientprotocol.com",
+                "rules": driver_rules,
+            }},
+            "artifacts": [{"location": {"uri": uri}} for uri in artifacts],
+            "results": results,
+        }],
+    }  # fmt: skip
+    return json_visible(orjson.dumps(log, option=orjson.OPT_INDENT_2).decode()) + "\n"
 
 
 def _show(item: Item | None, width: int = 160) -> str:

@@ -251,7 +251,7 @@ def _listen(
 
 def _script(source: Path, ref: str, session: str | None, matcher: Matcher) -> tuple[Script, str]:
     """The replay script of ``ref`` (narrowed to a session), and its name for the summary."""
-    from acp_proxy.replay.script import build, select_session
+    from acp_proxy.replay.script import as_lines, build, select_session
     from acp_proxy.store.replay_reads import load_script
     from acp_proxy.store.values import RecordedFrame
 
@@ -267,7 +267,21 @@ def _script(source: Path, ref: str, session: str | None, matcher: Matcher) -> tu
         rows = list(select_session(frames, session))
         del frames
         what += f", session {session}"
-    return build(rows, matcher), what
+    script = build(rows, matcher)
+    return (as_lines(script) if _remote(source, target.connection_id) else script), what
+
+
+def _remote(source: Path, connection_id: int) -> bool:
+    """Whether the connection was recorded from the remote transport (its frames have no line
+    breaks: replayed to a stdio client, each becomes a line)."""
+    from acp_proxy.store.readers import open_for_reading
+    from acp_proxy.store.transport_facts import REMOTE, transport_of
+
+    db = open_for_reading(source)
+    try:
+        return transport_of(db, connection_id) in REMOTE
+    finally:
+        db.close()
 
 
 def _serve_episodes(

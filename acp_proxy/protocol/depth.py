@@ -15,6 +15,9 @@ Rules:
   ``WALK_DEPTH`` replaced by the string ``DEEP_MARK``: the levels above (the JSON-RPC
   envelope, a method, a session id) read as they are; what is below is only in the bytes.
   It gives ``None`` when the text is not JSON at all (RFC 8259, checked token by token).
+- Checking a text token by token is Python work: ``bounded`` takes at most ``CHECKED_BYTES``.
+  A longer text that is too deep is not checked (``checkable`` says so): callers call it
+  unparseable, which is what it is to every JSON parser.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import orjson
 
 WALK_DEPTH = 128
 DEEP_MARK = "[nested too deep]"
+CHECKED_BYTES = 256 << 10
 
 _NOT_MARKS = bytes(range(256)).translate(None, b'[]{}"')  # every byte but brackets, quotes
 _PARENTHESES = bytes.maketrans(b"[{]}", b"(())")
@@ -80,8 +84,16 @@ def too_deep(text: bytes | bytearray) -> bool:
     return b"()" in brackets
 
 
+def checkable(text: bytes | bytearray) -> bool:
+    """Whether ``bounded`` takes ``text`` (it is at most ``CHECKED_BYTES`` long)."""
+    return len(text) <= CHECKED_BYTES
+
+
 def bounded(text: bytes | bytearray) -> Any:
-    """The value of ``text`` cut at ``WALK_DEPTH`` (see the rules), or None if not JSON."""
+    """The value of ``text`` cut at ``WALK_DEPTH`` (see the rules), or None if not JSON (or
+    longer than ``CHECKED_BYTES``)."""
+    if not checkable(text):
+        return None
     cut = _cut(bytes(text))
     return None if cut is None else orjson.loads(cut)
 

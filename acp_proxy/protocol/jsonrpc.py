@@ -5,7 +5,10 @@ Rules:
   not JSON (or not UTF-8) become ``Unparseable``; JSON that fits no JSON-RPC shape becomes
   ``Invalid``; arrays become ``Batch`` (each entry classified on its own).
 - Ids stay exactly as sent: ``1`` and ``"1"`` are different ids, and so are ``1`` and ``true``.
-  ``id_key()`` gives a hashable key that keeps the JSON type.
+  ``id_key()`` gives a hashable key that keeps the JSON type. orjson reads an integer wider
+  than 64 bits as a float; a message whose id came back a float is parsed again by the exact
+  parser, so such an id stays the integer it was. Other numbers that wide are floats in the
+  parsed value (the frame's bytes keep them whole).
 - A message whose ``"jsonrpc"`` member is not ``"2.0"`` keeps its shape but is flagged.
 - A response carries no method: ``Correlator`` remembers, per direction, which request each id
   was sent with, so the answer travelling the other way can be named. It is the only
@@ -28,7 +31,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from acp_proxy.protocol.depth import bounded, too_deep
+from acp_proxy.protocol.depth import bounded, checkable, too_deep
 
 JsonId = str | int | float | None
 
@@ -219,11 +222,11 @@ def decode(raw: bytes | bytearray) -> tuple[Any, Unparseable | None]:
         outline = skeleton(raw)
         if outline is not None:
             try:
-                return orjson.loads(outline), None
+                return _with_exact_ids(orjson.loads(outline), outline), None
             except orjson.JSONDecodeError:
                 pass  # the full parse below says what is wrong
     try:
-        return orjson.loads(raw), None
+        return _with_exact_ids(orjson.loads(raw), raw), None
     except orjson.JSONDecodeError as fast_error:
         # orjson refuses a few things JSON allows (lone surrogate escapes, nesting past its
         # limit); ask the strict parsers before calling the line broken. This path only runs
@@ -236,12 +239,37 @@ def decode(raw: bytes | bytearray) -> tuple[Any, Unparseable | None]:
             value = bounded(raw)
             if value is not None:
                 return value, None
+            if not checkable(raw):
+                return None, Unparseable("nested too deep to check at this size", bad_utf8=False)
             return None, Unparseable(f"not JSON: {fast_error}", bad_utf8=False)
         try:
             return json.loads(text, parse_constant=_reject_constant), None
         except (ValueError, RecursionError):
             reason = "empty line" if not text.strip() else f"not JSON: {fast_error}"
             return None, Unparseable(reason, bad_utf8=False)
+
+
+def _has_float_id(value: Any) -> bool:
+    if isinstance(value, dict):
+        return isinstance(value.get("id"), float)
+    if isinstance(value, list):
+        return any(isinstance(item, dict) and isinstance(item.get("id"), float) for item in value)
+    return False
+
+
+def _with_exact_ids(value: Any, raw: bytes | bytearray) -> Any:
+    """``value`` as orjson read it, unless an id came back a float: then the exact parse.
+
+    A float id is rare in JSON-RPC and may be an integer too wide for orjson, which it
+    approximates; the standard parser keeps integers whole. Only the envelope is looked at,
+    so this costs nothing on ordinary frames.
+    """
+    if not _has_float_id(value):
+        return value
+    try:
+        return json.loads(bytes(raw).decode("utf-8"), parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        return value
 
 
 def decode_for_reading(raw: bytes | bytearray) -> tuple[Any, Unparseable | None]:
@@ -252,7 +280,17 @@ def decode_for_reading(raw: bytes | bytearray) -> tuple[Any, Unparseable | None]
         value = bounded(raw)
         if value is not None:
             return value, None
+        reason = "not JSON" if checkable(raw) else "nested too deep to read at this size"
+        return None, Unparseable(reason, bad_utf8=not _is_utf8(raw))
     return decode(raw)
+
+
+def _is_utf8(raw: bytes | bytearray) -> bool:
+    try:
+        bytes(raw).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _reject_constant(name: str) -> Any:

@@ -13,6 +13,7 @@ Rules:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -59,6 +60,27 @@ class MethodLatency:
             record[f"{name}_ns"] = value
             record[f"{name}_ms"] = None if value is None else value / 1e6
         return record
+
+
+def duration_text(ns: int) -> str:
+    """A latency for a finding's message: three significant digits in s, ms or us."""
+    if ns >= 1_000_000_000:
+        return f"{ns / 1e9:.3g} s"
+    if ns >= 1_000_000:
+        return f"{ns / 1e6:.3g} ms"
+    return f"{ns / 1e3:.3g} us"
+
+
+def match_limit(form: re.Pattern[str], text: str, what: str, written: str) -> re.Match[str]:
+    """``text`` matched whole by ``form`` (with a ``statistic`` group: ``max`` or ``pN``, N in
+    (0, 100]); a ``ValueError`` naming ``text`` as not a ``what`` (``written``: the form)."""
+    found = form.fullmatch(text.strip())
+    if found is None:
+        raise ValueError(f"{text!r} is not a {what}: write {written}")
+    statistic = found["statistic"]
+    if statistic != "max" and not 0 < float(statistic[1:]) <= 100:
+        raise ValueError(f"{text!r}: a percentile is between p0 (excluded) and p100")
+    return found
 
 
 def percentile(sorted_values: Sequence[int], p: float) -> int | None:

@@ -5,7 +5,9 @@ Rules:
   start the recording (recording.py: the recorder process is forked while the proxy has no
   threads and a small memory, and told where and what to record), start the forwarding
   threads. Bytes flow from that moment.
-- entry.py launches ``record``'s agent before the command line library is even imported.
+- entry.py launches ``record``'s agent before the command line library is even imported,
+  and this module spawns it before it loads the recording and forwarding code, so that the
+  agent's own start-up runs while the proxy loads them.
 - A spawn failure is kept (``failure``) to be reported by ``record``, which knows where the
   database is.
 """
@@ -17,13 +19,13 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from acp_proxy.record.forward import Forwarding
-from acp_proxy.record.recording import Recording, client_command
 from acp_proxy.record.spawn import SpawnFailed, pass_signals_to, spawn_agent
 from acp_proxy.stderr import Reporter
 
 if TYPE_CHECKING:
+    from acp_proxy.record.forward import Forwarding
     from acp_proxy.record.recorder import SinkFactory
+    from acp_proxy.record.recording import Recording
 
 
 class Launched:
@@ -71,6 +73,10 @@ def launch(
     except SpawnFailed as failure:
         return Launched(argv, clock_origin, failure=failure)
     pass_signals_to(process)
+    # Loaded once the agent is starting: it starts while the proxy reads these.
+    from acp_proxy.record.forward import Forwarding
+    from acp_proxy.record.recording import Recording, client_command
+
     pipes = (process.stdin, process.stdout, process.stderr)
     recording = Recording.start(
         db_path, argv, report, label=label, check=check, clock_origin=clock_origin,

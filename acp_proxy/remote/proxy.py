@@ -40,6 +40,7 @@ import orjson
 
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.sse import SseReader, SseTooLong
+from acp_proxy.remote.asgi import Receive, Send, lifespan
 from acp_proxy.remote.headers import WEBSOCKET_HANDSHAKE, end_to_end, header, recordable
 from acp_proxy.remote.recording import HubFeeder, wall_ns
 from acp_proxy.remote.upstream import Answer, Upstream, UpstreamError
@@ -47,8 +48,6 @@ from acp_proxy.stderr import Reporter
 
 C2A, A2C = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
 Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_BUFFERED_BYTES = 8 * 1024 * 1024
@@ -156,20 +155,11 @@ class ReverseProxy:
             elif kind == "websocket":
                 await self._websocket(scope, receive, send)
             elif kind == "lifespan":
-                await self._lifespan(receive, send)
+                await lifespan(receive, send)
         except Exception as error:  # never the listener's end: say it once, end this request
             self._say_once(
                 "internal", f"a request failed inside the proxy ({type(error).__name__}: {error})"
             )
-
-    async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
 
     def _elsewhere(self) -> bytes:
         return orjson.dumps({"error": f"acp-proxy serves {self.upstream.endpoint.path} only"})

@@ -5,6 +5,8 @@ Rules:
   ``replay`` serves a stdio client; a file of several episodes by the episodes engine
   (replay/episodes.py), without going live. Each connection gets its own engine, from the
   script built once, started when the connection opens.
+- Every agent frame is served as one line (replay.script.as_lines: a remote recording's
+  frames are whole messages without a line break), which the routing cuts back into messages.
 - The summary of each connection is replay's paragraph (replay/report.py), naming the
   recording and the remote connection.
 """
@@ -17,7 +19,7 @@ from collections.abc import Sequence
 from acp_proxy.remote.replay_server import Listener, Served
 from acp_proxy.replay.engine import Options, Replay
 from acp_proxy.replay.match import Matcher
-from acp_proxy.replay.script import Script
+from acp_proxy.replay.script import Script, as_lines
 from acp_proxy.stderr import Reporter
 
 
@@ -25,6 +27,7 @@ def listener_for(
     scripts: Sequence[Script], what: str, matcher: Matcher, options: Options, report: Reporter
 ) -> Listener:
     """The listener serving ``scripts`` (one recording, or episodes)."""
+    scripts = [as_lines(script) for script in scripts]
 
     def make() -> Served:
         if len(scripts) == 1:

@@ -40,6 +40,7 @@ import anyio.abc
 import orjson
 
 from acp_proxy.protocol.jsonrpc import JsonId, Kind, decode, envelope
+from acp_proxy.remote.asgi import lifespan
 from acp_proxy.remote.server_routing import ServerRoutes, answers, session_required
 from acp_proxy.replay.modes import Conversation
 from acp_proxy.stderr import Reporter
@@ -245,7 +246,7 @@ class Listener:
         elif scope["type"] == "websocket":
             await self._websocket(receive, send)
         elif scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await lifespan(receive, send)
 
     def _connection(self, scope: Scope) -> tuple[ServedConnection | None, int, str]:
         connection_id = _header(scope, CONNECTION_ID)
@@ -396,16 +397,6 @@ async def _until_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
     scope.cancel()
-
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

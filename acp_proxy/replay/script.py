@@ -68,6 +68,17 @@ class Script:
     expects: list[Expect]
 
 
+def as_lines(script: Script) -> Script:
+    """``script`` with every agent frame ending in a line break.
+
+    A remote recording's frames are whole messages without one (docs/recording-format.md); a
+    stdio client and ``replay --listen``'s routing both need one line per message. Frames that
+    have one are kept as they are.
+    """
+    outs = [o if o.raw.endswith(b"\n") else o._replace(raw=o.raw + b"\n") for o in script.outs]
+    return Script(outs, script.expects)
+
+
 def select_session(frames: Sequence[RecordedFrame], session: str) -> list[RecordedFrame]:
     """One session's frames plus the connection-level ones (see module rules)."""
     foreign = {f.seq for f in frames if f.session_id not in (None, session)}

@@ -16,6 +16,7 @@ import struct
 import subprocess
 import sys
 import termios
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from tests.support.fixtures_acp import update
 from tests.support.helpers import A2C, C2A, line, observe_all
 
 COLUMNS = 80
+WIDE_TEXT = "日本語のテキストは一文字が二列を占める" * 4  # each character takes two columns
 SGR = re.compile(r"\x1b\[[0-9;]*m")
 FRAME_LINE = re.compile(r" *\d+ +[+-]\d+\.\d{3}s ")
 INTERPRETED = [sys.executable, "-u", "/home/someone/projects/acp/examples/echo_agent.py", "--x"]
@@ -43,6 +45,8 @@ def wide(db_path: Path) -> Path:
         (A2C, line({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s" * 60}})),
         (A2C, update("s" * 60, {"sessionUpdate": "agent_message_chunk",
                                 "content": {"type": "text", "text": long_text}})),
+        (A2C, update("s" * 60, {"sessionUpdate": "agent_message_chunk",
+                                "content": {"type": "text", "text": WIDE_TEXT}})),
     ]  # fmt: skip
     observer, records = observe_all(exchange)
     db = connect(db_path)
@@ -51,6 +55,12 @@ def wide(db_path: Path) -> Path:
     writer.append(records, facts=observer.facts())
     db.close()
     return db_path
+
+
+def columns(text: str) -> int:
+    """What a terminal gives ``text``: two columns for a wide character, none for a mark."""
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF"
+               else 1 for c in text)  # fmt: skip
 
 
 def on_terminal(*args: str, pager: str) -> list[str]:
@@ -90,7 +100,7 @@ def test_every_line_fits_80_columns(wide: Path, command: list[str], pager: str) 
     assert lines
     if "--pretty" in command:  # its JSON bodies are the frames in full: only frame lines are cut
         lines = [text for text in lines if FRAME_LINE.match(text)]
-    too_long = [text for text in lines if len(text) > COLUMNS]
+    too_long = [text for text in lines if columns(text) > COLUMNS]
     assert too_long == []
     assert any(text.endswith("…") for text in lines)  # something was long enough to be cut
 

@@ -25,7 +25,6 @@ no polling.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -33,8 +32,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import tarfile
-import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -47,11 +44,6 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 BYTETAP = REPO / "tests" / "support" / "tools" / "bytetap.py"
 INSTALL_NODE_PEERS = REPO / ".ci" / "install-node-peers"
-
-PY_SDK = "agent-client-protocol"
-PY_SDK_VERSION = "0.12.1"
-PY_SDK_SDIST = f"agent_client_protocol-{PY_SDK_VERSION}.tar.gz"
-PY_SDK_SDIST_SHA256 = "9963ccb590ed96d7dc542c9c023e90676fc76b1c6562e21a9ee112f4fbcb0095"
 
 TS_SDK = "@agentclientprotocol/sdk"
 TS_SDK_VERSION = "1.9.0"  # must match .ci/install-node-peers
@@ -69,39 +61,6 @@ def in_ci() -> bool:
 
 
 # --------------------------------------------------------------------------- peers on disk
-
-
-@pytest.fixture(scope="session")
-def peers_dir() -> Path:
-    path = Path(os.environ.get("ACP_PROXY_PEERS_DIR", REPO / ".peers"))
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-@pytest.fixture(scope="session")
-def python_examples(peers_dir: Path) -> Path:
-    """The ``examples/`` folder of the Python SDK's sdist, downloaded on first use."""
-    root = peers_dir / "python" / f"agent_client_protocol-{PY_SDK_VERSION}"
-    if not (root / "examples" / "client.py").is_file():
-        root.parent.mkdir(parents=True, exist_ok=True)
-        _fetch_python_sdist(root)
-    return root / "examples"
-
-
-def _fetch_python_sdist(root: Path) -> None:
-    with tempfile.TemporaryDirectory(dir=root.parent) as scratch:
-        pip = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check"]
-        pip += ["--no-binary", ":all:", "--no-deps", "-d", scratch, f"{PY_SDK}=={PY_SDK_VERSION}"]
-        done = subprocess.run(pip, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            pytest.fail(f"could not download the {PY_SDK} sdist (needs PyPI):\n{done.stderr}")
-        sdist = Path(scratch) / PY_SDK_SDIST
-        digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
-        assert digest == PY_SDK_SDIST_SHA256, f"{sdist.name} has sha256 {digest}"
-        with tarfile.open(sdist) as tar:
-            tar.extractall(scratch, filter="data")
-        # Renamed into place whole, so a half-extracted tree is never mistaken for a cache hit.
-        os.replace(Path(scratch) / root.name, root)
 
 
 @pytest.fixture(scope="session")

@@ -37,6 +37,7 @@ import pytest
 from acp_proxy.store import readers
 from tests.support import otlp_receiver
 from tests.support.otlp_receiver import ReceivedSpan, Receiver
+from tests.support.processes import acp_proxy as run_acp_proxy
 
 from .conftest import Launch, Middle, PeerRun, RunSpec, run_env, tap
 
@@ -79,10 +80,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
 def acp_proxy(
     args: list[str], env: dict[str, str], cwd: Path, check: bool = True
 ) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "acp_proxy", *args], cwd=cwd, env=env, capture_output=True,
-        text=True, timeout=60, check=False,
-    )  # fmt: skip
+    done = run_acp_proxy(*args, cwd=cwd, env=env)
     if check:
         assert done.returncode == 0, done.stdout + done.stderr
     return done

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.check.test_transport_rules import exchange, http_exchanges, http_frames
 from tests.support import otlp_receiver
 from tests.support.cli import run
-from tests.support.remote_recordings import write_remote
+from tests.support.remote_recordings import exchange, http_exchanges, http_frames, write_remote
 
 SERVER_KIND = 2  # OTLP's SPAN_KIND_SERVER
 ERROR_CODE = 2

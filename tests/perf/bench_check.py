@@ -20,8 +20,7 @@ from pathlib import Path
 
 from acp_proxy.check.engine import Checker
 from acp_proxy.check.schema_files import load_book
-from tests.perf.test_check_perf import turn
-from tests.support.fixtures_checks import v2
+from tests.support.fixtures_checks import turn, v2
 from tests.support.helpers import observe_all
 
 

@@ -17,13 +17,16 @@ import io
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from acp_proxy.share.redact import Redactor
 from acp_proxy.share.redaction_io import finder_for, redacted_export
 from acp_proxy.share.verify import Verifier
 from acp_proxy.store import readers as store_read
 from tests.perf import test_check_perf
+from tests.support.fixtures_checks import turn
 
 
 def main() -> None:
@@ -32,20 +35,20 @@ def main() -> None:
     parser.add_argument("--secrets", action="store_true")
     options = parser.parse_args()
     test_check_perf.FRAMES = options.frames
+    make_turn: Callable[[int], list[Any]] = turn
     if options.secrets:
-        plain = test_check_perf.turn
 
         def seeded(n: int) -> list[tuple[object, bytes]]:
             secret = f" sk-proj-{'Ab3' * 10} bob@example.com /home/alice/w ".encode()
             return [
                 (d, data.replace(b"word ", secret, 1) if b"word" in data and i < 8 else data)
-                for i, (d, data) in enumerate(plain(n))
+                for i, (d, data) in enumerate(turn(n))
             ]
 
-        test_check_perf.turn = seeded
+        make_turn = seeded
     with tempfile.TemporaryDirectory() as folder:
         db_path = Path(folder) / "bench.sqlite"
-        frames = test_check_perf.build(db_path)
+        frames = test_check_perf.build(db_path, make_turn)
         db = store_read.open_for_reading(db_path)
         env = {"HOME": "/home/alice", "USER": "alice", "MY_API_TOKEN": "not-in-the-recording"}
         finder = finder_for({**os.environ, **env})

@@ -165,9 +165,17 @@ class HttpConnection:
         assert answer.status_code == 202, answer.status_code
 
     async def until_answer(self, rpc_id: int) -> None:
+        """Wait for the answer; a stream that ended first fails the run instead of hanging."""
         marker = f'"id": {rpc_id}, "result"'.encode()
-        while marker not in await self.events.get():
-            pass
+        while True:
+            try:
+                event = await asyncio.wait_for(self.events.get(), 1.0)
+            except TimeoutError:
+                if self._task is not None and self._task.done():
+                    raise RuntimeError(f"the event stream of {self.cid} ended early") from None
+                continue
+            if marker in event:
+                return
 
     async def close(self) -> None:
         if self._task is not None:

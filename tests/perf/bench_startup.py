@@ -10,13 +10,17 @@ e.g. a worktree of the code before a change; the default is this checkout), in t
   (tests/perf/bench_replay.py's conversation, 20 updates): spawn to exit, output to a pipe
   that is read;
 * ``replay``: ``replay --db DB 1`` from spawn to the first byte answering ``initialize``;
+* ``anyio``: ``python -I -c`` importing anyio and running one task on asyncio, what replay's
+  shell pays before any of acp-proxy's code (a floor of its own, source-independent);
 * ``record``: from spawn to the first byte of the agent's answer to ``initialize``, through
   ``record --db SCRATCH -- python -I tests/perf/agent.py`` and, as ``direct``, the agent
   alone; record's added start-up is the difference of the two medians.
 
-Prints a Markdown table: the median, min..max, the ratio to the floor's median and the
-difference from it, per source; the CPU time (user + system, ``wait4``) of each process beside
-it, which a busy machine disturbs less. The targets (docs/performance.md) are printed below.
+``--cases record,replay`` times only those cases (the floors always). Prints a Markdown table:
+the median, the ratio to the floor's median and the difference from it, the fastest run and
+its ratio to the fastest floor, per source; the CPU time (user + system, ``wait4``) of each
+process beside it, which a busy machine disturbs less. The targets (docs/performance.md) are
+printed below.
 """
 
 from __future__ import annotations
@@ -31,10 +35,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.perf.bench_replay import A2C, C2A, conversation, write
+from tests.perf.bench_replay import C2A, conversation
 
 HERE = Path(__file__).resolve().parents[2]
 AGENT = HERE / "tests" / "perf" / "agent.py"
+# What replay's shell cannot start without: anyio on asyncio, running one task.
+ANYIO = "import anyio, anyio.streams.memory, anyio.abc; anyio.run(anyio.sleep, 0)"
 INITIALIZE = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n'
 
 Measure = Callable[[Path, int], tuple[float, float]]
@@ -86,22 +92,43 @@ def _to_first_byte(
     return elapsed, usage.ru_utime + usage.ru_stime
 
 
-def _cases(python: str, folder: Path, db: Path) -> dict[str, Measure]:
+WRITE = (
+    "import sys; from pathlib import Path; from tests.perf.bench_replay import conversation, "
+    "write; write(Path(sys.argv[1]), conversation(20))"
+)
+
+
+def _database(python: str, source: Path, folder: Path) -> Path:
+    """The small database, written by ``source``'s own code (an older tree may not read a
+    newer format)."""
+    db = folder / f"bench-{abs(hash(source))}.sqlite"
+    if not db.exists():
+        env = {**os.environ, "PYTHONPATH": str(source)}
+        subprocess.run([python, "-c", WRITE, str(db)], cwd=source, env=env, check=True)
+    return db
+
+
+def _cases(python: str, folder: Path) -> dict[str, Measure]:
     exchange = conversation(20)
     client = [raw for d, raw in exchange if d is C2A]
     module = [python, "-m", "acp_proxy"]
 
     def command(*args: str) -> Measure:
-        return lambda source, _n: _to_exit([*module, *args], _env(source, db), source)
+        def run(source: Path, _n: int) -> tuple[float, float]:
+            db = _database(python, source, folder)
+            return _to_exit([*module, *args], _env(source, db), source)
+
+        return run
 
     def replay(source: Path, _n: int) -> tuple[float, float]:
+        db = _database(python, source, folder)
         argv = [*module, "replay", "--db", str(db), "1"]
         return _to_first_byte(argv, _env(source, db), source, client[0], b"".join(client[1:]))
 
     def record(source: Path, n: int) -> tuple[float, float]:
-        scratch = folder / f"record-{source.name}-{n}.sqlite"
+        scratch = folder / f"record-{abs(hash(source))}-{n}.sqlite"
         argv = [*module, "record", "--db", str(scratch), "--", python, "-I", str(AGENT)]
-        return _to_first_byte(argv, _env(source, db), source, INITIALIZE)
+        return _to_first_byte(argv, _env(source, scratch), source, INITIALIZE)
 
     return {
         "--version": command("--version"), "ls": command("ls"), "show": command("show", "1"),
@@ -115,16 +142,20 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=21)
     parser.add_argument("--source", action="append", default=[], metavar="NAME=DIR")
     parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--cases", default="", metavar="NAME,...",
+                        help="only these cases (default: all), e.g. record,replay")  # fmt: skip
     args = parser.parse_args()
     sources = [(name, Path(folder).resolve()) for name, _, folder in
                (text.partition("=") for text in args.source)] or [("this", HERE)]  # fmt: skip
     python = sys.executable
     with tempfile.TemporaryDirectory(dir=args.dir) as scratch:
         folder = Path(scratch)
-        db = folder / "bench.sqlite"
-        write(db, conversation(20))
-        assert A2C
-        cases = _cases(python, folder, db)
+        cases = _cases(python, folder)
+        if args.cases:
+            wanted = set(args.cases.split(","))
+            cases = {name: measure for name, measure in cases.items() if name in wanted}
+        for _, source in sources:
+            _database(python, source, folder)  # before any timing
         times: dict[tuple[str, str], list[float]] = {}
         cpu: dict[tuple[str, str], list[float]] = {}
 
@@ -134,6 +165,7 @@ def main() -> None:
 
         for n in range(args.repeat):
             keep(("", "floor"), _to_exit([python, "-I", "-c", "pass"], None, folder))
+            keep(("", "anyio"), _to_exit([python, "-I", "-c", ANYIO], None, folder))
             keep(("", "direct"), _to_first_byte([python, "-I", str(AGENT)], None, folder,
                                                 INITIALIZE))  # fmt: skip
             for name, source in sources:
@@ -152,20 +184,30 @@ def _print(
     direct = ms(times["", "direct"])
     print(f"start-up, median of {repeat} interleaved runs; floor `python -I -c pass` "
           f"{floor:.1f} ms (CPU {ms(cpu['', 'floor']):.1f} ms)\n")  # fmt: skip
-    print("| source | case | median ms | min..max ms | x floor | - floor ms | CPU ms |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    floor_min = min(times["", "floor"]) * 1000
+    floor_cpu = ms(cpu["", "floor"])
+    print("| source | case | median ms | x floor | - floor ms | min ms | min x floor min | CPU ms "
+          "| CPU x floor |")  # fmt: skip
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for (name, case), values in times.items():
-        if case == "floor":
-            continue
-        median = ms(values)
-        spread = f"{min(values) * 1000:.1f}..{max(values) * 1000:.1f}"
-        print(f"| {name or '-'} | {case} | {median:.1f} | {spread} | {median / floor:.2f} | "
-              f"{median - floor:+.1f} | {ms(cpu[name, case]):.1f} |")  # fmt: skip
+        median, least, used = ms(values), min(values) * 1000, ms(cpu[name, case])
+        print(f"| {name or '-'} | {case} | {median:.1f} | {median / floor:.2f} | "
+              f"{median - floor:+.1f} | {least:.1f} | {least / floor_min:.2f} | {used:.1f} | "
+              f"{used / floor_cpu:.2f} |")  # fmt: skip
     print()
+    direct_min = min(times["", "direct"]) * 1000
     for name in dict.fromkeys(n for n, _ in times if n):
+        if (name, "record") not in times or (name, "replay") not in times:
+            continue
         added = ms(times[name, "record"]) - direct
+        added_min = min(times[name, "record"]) * 1000 - direct_min
         print(f"{name}: record adds {added:.1f} ms to the agent's first answer "
-              f"({added - floor:+.1f} ms beyond one interpreter's start, the floor)")  # fmt: skip
+              f"({added - floor:+.1f} ms beyond one interpreter's start, the floor); "
+              f"fastest runs: {added_min:.1f} ms ({added_min - floor_min:+.1f})")  # fmt: skip
+        replay = ms(times[name, "replay"]) - floor
+        replay_min = min(times[name, "replay"]) * 1000 - floor_min
+        print(f"{name}: replay's first byte {replay:+.1f} ms from the floor "
+              f"(fastest runs {replay_min:+.1f})")  # fmt: skip
     print(f"\ntargets: --version <= 4x floor; ls, show, stats <= 6x; replay's first byte and "
           f"record's added start-up within 40 ms of the floor. "
           f"Load average at the end: {os.getloadavg()[0]:.2f}")  # fmt: skip

@@ -1,7 +1,9 @@
-"""The web inspector's costs: first screen of a large recording, live delay, and forwarding.
+"""The web inspector's costs: first screen of a large recording, a frame by URL, a long
+conversation, many live clients, live delay, and forwarding.
 
     python -m tests.perf.bench_ui [--frames 100000 1000000] [--repeat 5] [--live 200]
-        [--forward-repeat 5] [--forward-count 300000]
+        [--conversation 100000] [--clients 50 --rate 1000 --seconds 10]
+        [--forward-repeat 5] [--forward-count 300000] [--source CHECKOUT]
 
 Needs the ``ui`` and ``test`` extras and Debian's chromium (``.ci/install-chromium``).
 
@@ -10,8 +12,16 @@ Needs the ``ui`` and ``test`` extras and Debian's chromium (``.ci/install-chromi
   chunks, the response: 57 frames, 9 rows) is written once; then per repeat a fresh
   ``acp-proxy ui`` process (cold caches), and a fresh page timed from ``goto`` of the
   connection's timeline to the first row in the DOM. Also timed: the first ``rows`` answer
-  alone over HTTP (cold), and a jump to the middle frame by URL (``f=SEQ``) to the moment its
-  row is on screen.
+  alone over HTTP (cold), a jump to the middle frame by URL (``f=SEQ``, a hash change in the
+  open page) to the moment its row and its detail are on screen, and the same for the next
+  frame's URL opened in a fresh browser context.
+- conversation: one prompt answered by ``--conversation`` chunks, thought and message in turn
+  (each its own item); per repeat a fresh server and page, timed from ``goto`` of the
+  conversation to its first item, and to the moment the page says every frame is read.
+- fan-out: ``--clients`` HTTP clients each behave like a page following a live timeline (the
+  event stream with ``frames=0``, the newest rows read at most every 200 ms after a progress
+  event) while a writer commits ``--rate`` frames a second; a probe in a process of its own
+  times ``/api/connections`` every 250 ms; the server's CPU time over the run (from /proc).
 - live delay: a writer commits one frame at a time (20 per second) into a running connection
   while a page follows its timeline; delay = when the page first showed the frame
   (``window.acpSeen``) minus the moment its commit returned. Median, p95, max.
@@ -20,7 +30,9 @@ Needs the ``ui`` and ``test`` extras and Debian's chromium (``.ci/install-chromi
   page following the live connection's timeline; repeats interleaved, the order alternating.
   Reported: MB/s medians and the median of the per-repeat ratio (with page / without).
 
-Prints one Markdown table per part; ``--json FILE`` also writes every measurement.
+``--source`` measures another checkout's ``acp-proxy ui`` (the code before a change) with the
+same page and clients. Prints one Markdown table per part; ``--json FILE`` also writes every
+measurement.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from acp_proxy.protocol.observer import ConnectionObserver
 from acp_proxy.protocol.wire import LineSplitter
 from acp_proxy.store.database import connect
 from acp_proxy.store.writer import NewConnection, RecordingWriter
-from tests.support.fixtures_checks import S, req, res, state, upd, v2
+from tests.support.fixtures_checks import turn, v2
 from tests.support.helpers import A2C, C2A
 
 FRAMES = 100_000
@@ -32,51 +33,7 @@ BUDGET_S = 5.0
 SCHEMAS = Path(__file__).resolve().parents[3] / "shared" / "acp-schema"
 
 
-def turn(n: int) -> list[Any]:
-    text = {"type": "text", "text": f"word {n} " * 8}
-    call = f"call_{n}"
-    frames = [
-        req(100 + n, "session/prompt", {"sessionId": S, "prompt": [text]}),
-        upd({"sessionUpdate": "user_message", "messageId": f"u{n}", "content": [text]}),
-        res(100 + n, {"messageId": f"u{n}"}),
-        state("running"),
-        upd(
-            {
-                "sessionUpdate": "plan_update",
-                "plan": {
-                    "type": "items",
-                    "planId": f"p{n}",
-                    "entries": [{"content": "step", "priority": "high", "status": "pending"}],
-                },
-            }
-        ),
-        upd(
-            {
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": call,
-                "title": "Read",
-                "kind": "read",
-                "status": "in_progress",
-                "locations": [{"path": "/w/a.py"}],
-            }
-        ),
-        upd(
-            {
-                "sessionUpdate": "tool_call_content_chunk",
-                "toolCallId": call,
-                "content": {"type": "content", "content": text},
-            }
-        ),
-        upd({"sessionUpdate": "tool_call_update", "toolCallId": call, "status": "completed"}),
-    ]
-    frames += [
-        upd({"sessionUpdate": "agent_message_chunk", "messageId": f"a{n}", "content": text})
-        for _ in range(40)
-    ]
-    return [*frames, state("idle", stopReason="end_turn")]
-
-
-def build(path: Path) -> int:
+def build(path: Path, make_turn: Callable[[int], list[Any]] = turn) -> int:
     observer, splitters = ConnectionObserver(), {C2A: LineSplitter(), A2C: LineSplitter()}
     db = connect(path)
     writer = RecordingWriter.start(db, NewConnection(["bench"], "/", "bench", 1, label="bench"))
@@ -84,7 +41,7 @@ def build(path: Path) -> int:
     frames = v2()
     while count < FRAMES or frames:  # whole turns only
         if not frames:
-            frames, n = turn(n), n + 1
+            frames, n = make_turn(n), n + 1
         direction, data = frames.pop(0)
         for frame in splitters[direction].feed(data):
             count += 1

@@ -77,7 +77,7 @@ def test_what_counts_as_json_is_what_json_says(text: str) -> None:
     assert (bounded(raw) is not None) == valid
 
 
-@pytest.mark.parametrize("levels", [300, 1100, 100_000])
+@pytest.mark.parametrize("levels", [300, 1100, 50_000])
 def test_valid_deep_frames_are_messages_not_bad_json(levels: int) -> None:
     for parse in (decode, decode_for_reading):
         value, failure = parse(deep(levels))
@@ -118,3 +118,17 @@ def test_too_deep_sees_through_brackets_quotes_and_escapes_in_strings(
 ) -> None:
     text = b"[" * extra + orjson.dumps(value) + b"]" * extra
     assert too_deep(text) == (_depth(value) + extra > WALK_DEPTH)
+
+
+def test_a_deep_frame_too_long_to_check_is_unparseable_not_a_stall() -> None:
+    """Checking token by token is bounded: past CHECKED_BYTES a too-deep line is not checked."""
+    from acp_proxy.protocol.depth import CHECKED_BYTES
+
+    huge = deep(CHECKED_BYTES // 2 + 10)
+    assert len(huge) > CHECKED_BYTES
+    for parse in (decode, decode_for_reading):
+        value, failure = parse(huge)
+        assert value is None
+        assert failure is not None
+        assert "too deep" in failure.reason
+        assert not failure.bad_utf8

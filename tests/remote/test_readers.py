@@ -14,9 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.check.test_transport_rules import exchange, http_exchanges, http_frames
 from tests.support.cli import run
-from tests.support.remote_recordings import write_remote
+from tests.support.remote_recordings import exchange, http_exchanges, http_frames, write_remote
 
 TOKEN = "sk-live-abcdefghijklmnopqrstuvwxyz0123456789"
 SECRET_QUERY = "ghp_abcdefghijklmnopqrstuvwxyz0123456789AB"
@@ -129,3 +128,19 @@ def test_a_websocket_recording_lists_as_such(tmp_path: Path) -> None:
     db = tmp_path / "ws.sqlite"
     write_remote(db, "websocket", [exchange(1, "GET", "websocket", 101)], [])
     assert "websocket from 127.0.0.1:3  0 frames" in run(db, "ls", "--no-pager").output
+
+
+def test_a_remote_recording_replays_to_a_stdio_client_one_line_per_message(
+    remote_db: Path,
+) -> None:
+    import subprocess
+    import sys
+
+    from tests.support.remote_recordings import DONE, INIT, INIT_OK, NEW, NEW_OK, PROMPT, UPDATE
+
+    done = subprocess.run(
+        [sys.executable, "-m", "acp_proxy", "replay", "--db", str(remote_db), "remote"],
+        input=INIT + NEW + PROMPT, capture_output=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert done.stdout == INIT_OK + NEW_OK + UPDATE + DONE, done.stderr
+    assert done.returncode == 0, done.stderr

@@ -1,4 +1,5 @@
-"""Shared machinery of the inspector's tests: a real ``acp-proxy ui`` process and a real browser.
+"""Fixtures of the inspector's tests: a real ``acp-proxy ui`` process and a real browser (the
+machinery behind them is tests/support/ui_server.py).
 
 The server runs as ``python -m acp_proxy ui`` (this checkout first on PYTHONPATH), and its
 address is read from its stderr, as a user would. The browser is Debian's chromium
@@ -9,90 +10,21 @@ holds the committed ones); without it nothing is written outside the test's fold
 
 from __future__ import annotations
 
-import os
-import re
 import shutil
 import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.conftest import peers_dir, python_examples  # noqa: F401 (fixtures)
-
-REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]  # fmt: skip
-ADDRESS = re.compile(rb"acp-proxy: ui at (http://\S+)")
-START_S = 30.0
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
-
-
-def env() -> dict[str, str]:
-    environ = dict(os.environ)
-    environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), environ.get("PYTHONPATH")) if p)
-    return environ
-
-
-def wait_for(
-    check: Callable[[], Any],
-    what: str,
-    timeout: float = 10.0,
-    fail: Callable[[], Any] | None = None,
-) -> Any:
-    """Poll ``check`` until it returns something true, or fail after ``timeout`` seconds
-    (saying what ``fail`` returns then)."""  # fmt: skip
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            seen = f" ({fail()})" if fail is not None else ""
-            pytest.fail(f"timed out after {timeout}s waiting for {what}{seen}")
-        time.sleep(0.02)
-
-
-@dataclass
-class Served:
-    url: str  # http://127.0.0.1:PORT/TOKEN/
-    process: subprocess.Popen[bytes]
-    log: Path
-
-    @property
-    def port(self) -> int:
-        return int(self.url.split(":")[2].split("/")[0])
-
-    @property
-    def token(self) -> str:
-        return self.url.rstrip("/").rsplit("/", 1)[1]
-
-
-def start_ui(args: list[str], log: Path) -> Served:
-    argv = [sys.executable, "-m", "acp_proxy", "ui", "--no-open", *args]
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=sink, env=env()
-        )
-
-    def address() -> str | None:
-        if process.poll() is not None:
-            pytest.fail(f"acp-proxy ui exited {process.returncode}: {log.read_text()}")
-        match = ADDRESS.search(log.read_bytes())
-        return match.group(1).decode() if match else None
-
-    url = wait_for(address, "the ui's address on stderr", START_S)
-    return Served(url, process, log)
+from tests.support.ui_server import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    Served,
+    in_ci,
+    start_ui,
+)
 
 
 @pytest.fixture
@@ -147,11 +79,3 @@ def page(browser: Any) -> Iterator[Any]:
     yield opened
     context.close()
     assert not errors, f"the page raised: {errors}"
-
-
-def screenshot(page: Any, name: str) -> None:
-    """Save a PNG of the page under ``$ACP_PROXY_SCREENSHOTS`` (only when it is set)."""
-    folder = os.environ.get("ACP_PROXY_SCREENSHOTS")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(folder) / f"{name}.png"))

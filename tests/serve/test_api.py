@@ -18,9 +18,9 @@ from click.testing import CliRunner
 from acp_proxy.cli.main import main as cli
 from acp_proxy.store.database import connect
 from acp_proxy.store.writer import NewConnection, RecordingWriter
-from tests.serve.conftest import Served, wait_for
 from tests.support.fixtures_acp import V1_CONVERSATION, update
 from tests.support.helpers import A2C, C2A, line, observe_all, write_recording
+from tests.support.ui_server import Served, wait_for
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -298,3 +298,24 @@ def test_streams_at_once_each_get_every_frame_once(db_path: Path, serve_ui: Any)
     assert len(ids) == 90
     assert [seen[n] for n in range(3)] == [ids, ids, ids]
     db.close()
+
+
+def test_a_shared_answer_never_hides_a_grown_index(db_path: Path, serve_ui: Any) -> None:
+    """While pages stream, answers are shared per change; an answer from an index still being
+    built must not come back once the index has grown (nothing was committed in between)."""
+    plain = [
+        (C2A, line({"jsonrpc": "2.0", "method": "x", "params": {"i": i}})) for i in range(9000)
+    ]
+    write_recording(db_path, plain, label="big")
+    served: Served = serve_ui("--db", str(db_path))
+    with httpx.stream("GET", served.url + "api/events?connection=1&frames=0", timeout=20) as live:
+        lines = live.iter_lines()
+        wait_for(lambda: next(lines).startswith("event: connections"), "the watcher's first look")
+        first = get(served, "api/connections/1/rows").json()
+        assert not first["caught_up"]  # 9,000 frames: the first call indexes only a part
+        grown = first
+        while not grown["caught_up"]:
+            grown = get(served, "api/connections/1/rows", params={"scan": "1"}).json()
+        again = get(served, "api/connections/1/rows").json()
+        assert again["total"] == grown["total"] == 9000
+        assert again["caught_up"]

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from acp_proxy.protocol.acp import Direction
-from tests.serve.conftest import screenshot, wait_for
 from tests.support.fixtures_acp import V1_CONVERSATION, update
 from tests.support.helpers import A2C, C2A, line, write_recording
+from tests.support.ui_server import screenshot, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from acp_proxy.store.database import connect
-from tests.serve.conftest import Served, env, screenshot, wait_for
+from tests.support.ui_server import Served, env, screenshot, wait_for
 
 pytestmark = [pytest.mark.peers, pytest.mark.slow, pytest.mark.timeout(120)]
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.serve.conftest import screenshot, wait_for
 from tests.support.fixtures_acp import update
 from tests.support.helpers import A2C, C2A, ERR, line, write_recording
+from tests.support.ui_server import screenshot, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
@@ -137,6 +137,18 @@ def test_diff_shows_the_differing_frame(tmp_path: Path, serve_ui: Any, page: Any
     assert '"the same"' in cells[0]
     assert '"changed"' in cells[1]
     assert page.locator("#diff tr.differ").count() == 1
+    # The field that differs, with both values, under the pair.
+    change = page.eval_on_selector_all(
+        "#diff tr.changes td table tr td", "cells => cells.map(c => c.textContent)"
+    )
+    assert change == ["$.params.update.content.text", '"the same"', '"changed"']
+    # The same agent, client and capabilities on both sides; latency per method in A and B.
+    assert page.locator("#metadata tr").count() >= 5
+    assert page.locator("#metadata tr.differ").count() == 0
+    methods = page.eval_on_selector_all(
+        "#latency-deltas tbody tr td:first-child", "cells => cells.map(c => c.textContent)"
+    )
+    assert methods == ["initialize", "session/prompt"]
     screenshot(page, "diff")
     page.select_option('select[name="b"]', "1")
     wait_for(lambda: "The same" in (page.text_content("#verdict") or ""), "equal recordings")

@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.serve.conftest import env, wait_for
 from tests.support.helpers import line
+from tests.support.ui_server import env, wait_for
 
 pytestmark = pytest.mark.timeout(60)
 

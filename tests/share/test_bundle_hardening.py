@@ -23,6 +23,7 @@ import pytest
 
 from tests.support.fixtures_acp import V1_CONVERSATION
 from tests.support.helpers import write_recording
+from tests.support.processes import acp_proxy as run_acp_proxy
 from tests.support.schemas import installed_schemas
 
 READERS = [
@@ -48,10 +49,7 @@ MEASURED = (
 def acp_proxy(
     *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "acp_proxy", *args], capture_output=True, text=True, timeout=60,
-        check=False, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    return run_acp_proxy(*args, env=env, cwd=cwd)
 
 
 def measured(peak_file: Path, *args: str) -> subprocess.CompletedProcess[str]:

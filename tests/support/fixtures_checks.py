@@ -257,3 +257,47 @@ CASES: dict[str, tuple[list[Frames], Frames]] = {
                [*v2(), upd({"sessionUpdate": "subagent_update", "sessionId": "child"}),
                 upd({"sessionUpdate": "agent_message", "messageId": "m"}, "child")]),
 }  # fmt: skip
+
+
+def turn(n: int) -> list[Any]:
+    text = {"type": "text", "text": f"word {n} " * 8}
+    call = f"call_{n}"
+    frames = [
+        req(100 + n, "session/prompt", {"sessionId": S, "prompt": [text]}),
+        upd({"sessionUpdate": "user_message", "messageId": f"u{n}", "content": [text]}),
+        res(100 + n, {"messageId": f"u{n}"}),
+        state("running"),
+        upd(
+            {
+                "sessionUpdate": "plan_update",
+                "plan": {
+                    "type": "items",
+                    "planId": f"p{n}",
+                    "entries": [{"content": "step", "priority": "high", "status": "pending"}],
+                },
+            }
+        ),
+        upd(
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": call,
+                "title": "Read",
+                "kind": "read",
+                "status": "in_progress",
+                "locations": [{"path": "/w/a.py"}],
+            }
+        ),
+        upd(
+            {
+                "sessionUpdate": "tool_call_content_chunk",
+                "toolCallId": call,
+                "content": {"type": "content", "content": text},
+            }
+        ),
+        upd({"sessionUpdate": "tool_call_update", "toolCallId": call, "status": "completed"}),
+    ]
+    frames += [
+        upd({"sessionUpdate": "agent_message_chunk", "messageId": f"a{n}", "content": text})
+        for _ in range(40)
+    ]
+    return [*frames, state("idle", stopReason="end_turn")]

@@ -4,6 +4,10 @@
 ``http`` or ``websocket`` (docs/recording-format.md, format 8): its frames (whole messages,
 no newline, as ``record --listen`` stores them), the HTTP exchanges (``exchange_rows``:
 columns of ``http_exchange``, ``seq`` included) and each frame's exchange and stream.
+
+``http_exchanges()`` and ``http_frames()`` are one conversation carried as the Streamable HTTP
+RFD says (initialize, session/new, one prompt turn), for the transport rules, the readers and
+the OTLP export of remote recordings; their keywords make one departure from it at a time.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from acp_proxy.protocol.wire import Frame
 from acp_proxy.store.database import connect
 from acp_proxy.store.remote import RemoteFactsWriter
 from acp_proxy.store.writer import NewConnection, RecordingWriter
+from tests.support.helpers import A2C, C2A, line
 
 # (direction, message bytes, exchange seq, stream)
 RemoteFrame = tuple[Direction, bytes, int, str]
@@ -53,3 +58,42 @@ def write_remote(
     finally:
         db.close()
     return connection_id
+
+
+S = "sess_1"
+INIT = line({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}})
+INIT_OK = line({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}})
+NEW = line({"jsonrpc": "2.0", "id": 1, "method": "session/new",
+            "params": {"cwd": "/w", "mcpServers": []}})  # fmt: skip
+NEW_OK = line({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": S}})
+PROMPT = line({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+               "params": {"sessionId": S, "prompt": [{"type": "text", "text": "hi"}]}})  # fmt: skip
+UPDATE = line({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": S,
+               "update": {"sessionUpdate": "agent_message_chunk",
+                          "content": {"type": "text", "text": "hello"}}}})  # fmt: skip
+DONE = line({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}})
+CONNECTION = [["acp-connection-id", "c1"], ["content-type", "application/json"]]
+
+
+def exchange(seq: int, method: str, stream: str, status: int, **extra: Any) -> dict[str, Any]:
+    return {"seq": seq, "method": method, "target": "/acp", "http_version": "1.1",
+            "stream": stream, "status": status, "started_ns": 10**18, **extra}  # fmt: skip
+
+
+def http_exchanges(*, init_headers: Any = CONNECTION, prompt_session: str | None = S) -> list[Any]:
+    return [
+        exchange(1, "POST", "post", 200, response_headers=init_headers),
+        exchange(2, "GET", "connection_sse", 200, acp_connection_id="c1"),
+        exchange(3, "POST", "post", 202, acp_connection_id="c1"),
+        exchange(4, "GET", "session_sse", 200, acp_connection_id="c1", acp_session_id=S),
+        exchange(5, "POST", "post", 202, acp_connection_id="c1", acp_session_id=prompt_session),
+    ]
+
+
+def http_frames(*, update_on: tuple[int, str] = (4, "session_sse")) -> list[RemoteFrame]:
+    return [
+        (C2A, INIT.rstrip(), 1, "post"), (A2C, INIT_OK.rstrip(), 1, "post_answer"),
+        (C2A, NEW.rstrip(), 3, "post"), (A2C, NEW_OK.rstrip(), 2, "connection_sse"),
+        (C2A, PROMPT.rstrip(), 5, "post"), (A2C, UPDATE.rstrip(), *update_on),
+        (A2C, DONE.rstrip(), 4, "session_sse"),
+    ]  # fmt: skip

@@ -45,25 +45,54 @@ def preview(frame: FrameRow) -> str:
 
 
 def _visible(parts: list[str]) -> int:
-    return len(_SGR.sub("", " ".join(parts)))
+    return cells(_SGR.sub("", " ".join(parts)))
+
+
+def _cell(char: str) -> int:
+    """Columns ``char`` takes on a terminal: 2 for East Asian wide, 0 for combining marks."""
+    if char < "\u0300":
+        return 1
+    import unicodedata  # only for text that is not plain Latin
+
+    if unicodedata.combining(char):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+def cells(text: str) -> int:
+    """The columns ``text`` (without escape codes) takes on a terminal."""
+    return len(text) if text.isascii() else sum(_cell(c) for c in text)
+
+
+def _within(text: str, room: int) -> str:
+    """The longest start of ``text`` that takes at most ``room`` columns."""
+    used = 0
+    for index, char in enumerate(text):
+        used += _cell(char)
+        if used > room:
+            return text[:index]
+    return text
 
 
 def fit(line: str, width: int) -> str:
-    """``line`` cut to ``width`` visible columns (its SGR codes kept, a reset after a cut)."""
-    if len(_SGR.sub("", line)) <= width:
+    """``line`` cut to ``width`` terminal columns (wide characters count two; its SGR codes
+    kept, a reset after a cut)."""
+    if cells(_SGR.sub("", line)) <= width:
         return line
+    room = max(width - 1, 0)  # the ellipsis takes the last column
     out: list[str] = []
-    shown = 0
     position = 0
-    for match in _SGR.finditer(line):
-        text = line[position : match.start()]
-        if shown + len(text) >= width:
-            out.append(text[: max(width - 1 - shown, 0)])
-            return "".join(out) + "…\x1b[0m"
-        out += [text, match.group()]
-        shown += len(text)
-        position = match.end()
-    return "".join(out) + line[position:][: max(width - 1 - shown, 0)] + "…\x1b[0m"
+    pieces = [(m.start(), m.end()) for m in _SGR.finditer(line)] + [(len(line), len(line))]
+    for start, end in pieces:
+        text = line[position:start]
+        taken = _within(text, room)
+        out.append(taken)
+        room -= cells(taken)
+        if len(taken) < len(text):
+            break
+        out.append(line[start:end])
+        position = end
+    return "".join(out) + "…\x1b[0m"
 
 
 def frame_line(frame: FrameRow, first_ns: int | None, width: int | None = None) -> str:

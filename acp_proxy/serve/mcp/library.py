@@ -33,7 +33,7 @@ from acp_proxy.inspect.render.hits import hit_record
 from acp_proxy.inspect.render.text import frame_json
 from acp_proxy.inspect.render.words import wall
 from acp_proxy.inspect.since import since_ns
-from acp_proxy.plural import counted
+from acp_proxy.plural import counted, noun
 from acp_proxy.protocol.decode import column_value, json_object
 from acp_proxy.protocol.latency import by_method
 from acp_proxy.serve.mcp.bounds import cut_text, fit_items, shrink_value, size
@@ -93,7 +93,8 @@ class Library:
         if leaks:
             where = ", ".join(sorted({f"{leak.kind} at {leak.where}" for leak in leaks})[:3])
             raise ToolMistake(
-                f"result withheld: {len(leaks)} thing(s) in it still look secret ({where}); "
+                f"result withheld: {counted(len(leaks), 'thing')} in it still "
+                f"{noun(len(leaks), 'looks', 'look')} secret ({where}); "
                 "ask for less (a narrower filter, another page) and report this as a bug"
             )
         return result

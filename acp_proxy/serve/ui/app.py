@@ -105,9 +105,15 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
 
     shared: dict[tuple[Any, ...], tuple[int, asyncio.Future[bytes]]] = {}
 
-    async def once_per_change(key: tuple[Any, ...], compute: Callable[[], Any]) -> Response:
+    async def once_per_change(
+        key: tuple[Any, ...],
+        compute: Callable[[], Any],
+        lasting: Callable[[Any], bool] = lambda _: True,
+    ) -> Response:
         """The answer for ``key``, computed once per change the event streams' watcher saw
-        (however many pages ask at once); without open streams, computed every time."""
+        (however many pages ask at once); without open streams, computed every time. An
+        answer that is not ``lasting`` (a timeline index still growing call by call) goes to
+        those who asked at the same time only."""  # fmt: skip
         generation = events.watch_of(inspector).generation()
         if generation is None:
             return Json(await threaded(compute))
@@ -118,7 +124,10 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
             if len(shared) > SHARED_ANSWERS:
                 del shared[next(iter(shared))]
             try:
-                future.set_result(bytes(Json(await threaded(compute)).body))
+                value = await threaded(compute)
+                future.set_result(bytes(Json(value).body))
+                if not lasting(value):
+                    shared.pop(key, None)
             except BaseException as error:
                 future.set_exception(error)
                 shared.pop(key, None)
@@ -172,7 +181,9 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
             return Json(await threaded(inspector.rows, cid, where, offset, limit, scan, start))
         key = ("rows", cid, where.key(), offset, limit, start)
         return await once_per_change(
-            key, lambda: inspector.rows(cid, where, offset, limit, scan, start)
+            key,
+            lambda: inspector.rows(cid, where, offset, limit, scan, start),
+            lambda answer: bool(answer["caught_up"]),
         )
 
     async def locate(request: Request) -> Response:
@@ -560,7 +571,7 @@ def _metadata_diff(inspector: Inspector, ids: list[int]) -> list[dict[str, Any]]
 
 
 def _latency_deltas(db: Any, ids: list[int]) -> list[dict[str, Any]]:
-    """Per method and direction: count, p50 and p99 in A and B (``protocol.latency``)."""
+    """Per method and direction: count, p50, p95 and p99 in A and B (``protocol.latency``)."""
     from acp_proxy.protocol.latency import by_method
 
     tables = [{(m.method, m.direction): m for m in by_method(store_read.calls(db, cid))}
@@ -573,6 +584,7 @@ def _latency_deltas(db: Any, ids: list[int]) -> list[dict[str, Any]]:
         for name, side in (("a", a), ("b", b)):
             row[f"{name}_count"] = side.count if side else 0
             row[f"{name}_p50_ns"] = side.p50_ns if side else None
+            row[f"{name}_p95_ns"] = side.p95_ns if side else None
             row[f"{name}_p99_ns"] = side.p99_ns if side else None
         rows.append(row)
     return rows

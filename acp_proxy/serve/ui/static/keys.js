@@ -57,7 +57,10 @@ export function installKeys() {
       }
       case "i": openInfo(); event.preventDefault(); return;
       case "?": $("#help").showModal(); event.preventDefault(); return;
-      case " ": if (view && view.playPause) { view.playPause(); event.preventDefault(); } return;
+      case " ":
+        if (event.target.closest && event.target.closest("button, summary, a")) return;  // its own
+        if (view && view.playPause) { view.playPause(); event.preventDefault(); }
+        return;
       default:
         if (/^[1-6]$/.test(event.key)) setHash({ view: TABS[Number(event.key) - 1], f: null });
     }

@@ -3,7 +3,7 @@
 // put in the page a batch at a time as it is scrolled, so the work grows with what is shown.
 import { api } from "../api.js";
 import { el } from "../dom.js";
-import { duration } from "../format.js";
+import { counted, duration } from "../format.js";
 import { listNav } from "../nav.js";
 import { setHash, connectionId } from "../state.js";
 import { showFrame } from "./detail.js";
@@ -80,8 +80,8 @@ export function conversationView(root) {
   }
   function show(c) {
     total = c.total; complete = c.complete;
-    status.textContent = `Agent: ${c.agent} · Client: ${c.client} · protocol ${c.protocol_version ?? "?"} · ${c.frames.toLocaleString()} frames` +
-      (complete ? "" : ` · reading… (${c.applied_seq.toLocaleString()} frames so far)`);
+    status.textContent = `Agent: ${c.agent} · Client: ${c.client} · protocol ${c.protocol_version ?? "?"} · ${counted(c.frames, "frame")}` +
+      (complete ? "" : ` · reading… (${counted(c.applied_seq, "frame")} so far)`);
   }
   // While a long recording is still being read, only how far; then everything in the page
   // again (the end of what was read may have grown). A live connection reloads likewise.

@@ -56,15 +56,16 @@ export function diffView(root) {
     parts.push(el("h3", { class: "toolbar" }, `Metadata: ${meta.length ? meta.length + " differences" : "the same"}`),
       el("table", { class: "fields", id: "metadata" }, ...d.metadata.map((m) => el("tr", { class: m.same ? "" : "differ" },
         el("td", {}, m.field), el("td", { class: m.same ? "" : "old" }, m.a), el("td", { class: m.same ? "" : "new" }, m.b)))));
-    parts.push(el("h3", { class: "toolbar" }, "Latency per method (p50 and p99, A → B)"),
+    parts.push(el("h3", { class: "toolbar" }, "Latency per method (p50, p95 and p99, A → B)"),
       el("table", { class: "list", id: "latency-deltas" },
-        el("thead", {}, el("tr", {}, ...["method", "direction", "calls A", "calls B", "p50 A", "p50 B", "Δ p50", "p99 A", "p99 B", "Δ p99"].map((h) => el("th", {}, h)))),
+        el("thead", {}, el("tr", {}, ...["method", "direction", "calls A", "calls B", ...["p50", "p95", "p99"].flatMap((p) => [p + " A", p + " B", "Δ " + p])].map((h) => el("th", {}, h)))),
         el("tbody", {}, ...d.latency.map((r) => el("tr", {}, el("td", {}, r.method), el("td", {}, r.direction),
           el("td", { class: "num" }, r.a_count), el("td", { class: "num" }, r.b_count),
-          el("td", { class: "num " + speed(r.a_p50_ns) }, duration(r.a_p50_ns)), el("td", { class: "num " + speed(r.b_p50_ns) }, duration(r.b_p50_ns)),
-          el("td", { class: "num" }, delta(r.a_p50_ns, r.b_p50_ns)),
-          el("td", { class: "num " + speed(r.a_p99_ns) }, duration(r.a_p99_ns)), el("td", { class: "num " + speed(r.b_p99_ns) }, duration(r.b_p99_ns)),
-          el("td", { class: "num" }, delta(r.a_p99_ns, r.b_p99_ns)))))));
+          ...["p50", "p95", "p99"].flatMap((p) => {
+            const x = r[`a_${p}_ns`], y = r[`b_${p}_ns`];
+            return [el("td", { class: "num " + speed(x) }, duration(x)), el("td", { class: "num " + speed(y) }, duration(y)),
+              el("td", { class: "num" }, delta(x, y))];
+          }))))));
     for (const [direction, pairs] of Object.entries(d.directions)) {
       const [na, nb] = d.counts[direction];
       parts.push(el("h3", { class: "toolbar" }, `${direction === "c2a" ? "client → agent" : "agent → client"}: ${na} vs ${nb} messages`));

@@ -3,7 +3,7 @@
 // percentiles, `acp_proxy.protocol.latency`, as `acp-proxy stats --by-method`).
 import { api } from "../api.js";
 import { el, svg } from "../dom.js";
-import { duration, ms, speed } from "../format.js";
+import { counted, duration, ms, speed } from "../format.js";
 import { listNav } from "../nav.js";
 import { state, setHash, connectionId } from "../state.js";
 import { sortable } from "../table.js";
@@ -40,7 +40,7 @@ export function timeAxis(spans, width) {
 function insightList(ins, live) {
   const items = [];
   const link = (seq, text) => el("span", { class: "link", "data-seq": seq, on: { click: () => setHash({ f: seq }) } }, text);
-  if (live) items.push(el("li", { class: "note" }, `Live: figures cover the ${ins.answered.toLocaleString()} calls answered so far; more may come.`));
+  if (live) items.push(el("li", { class: "note" }, `Live: figures cover the ${counted(ins.answered, "call")} answered so far; more may come.`));
   if (ins.pending) items.push(el("li", {}, `${ins.pending.toLocaleString()} request${ins.pending > 1 ? "s" : ""} not answered${live ? " yet" : ""}: in no figure.`));
   if (ins.slowest) items.push(el("li", {}, "Slowest call: ", el("b", {}, ins.slowest.method), " ", el("span", { class: "lat " + speed(ins.slowest.latency_ns) }, duration(ins.slowest.latency_ns)), " (", link(ins.slowest.seq, "frame " + ins.slowest.seq), ")"));
   for (const t of ins.long_tail) items.push(el("li", {}, "Long tail: ", el("b", {}, t.method), ` p99 ${duration(t.p99_ns)} is ${t.ratio.toFixed(0)}× its p50 ${duration(t.p50_ns)}`));

@@ -4,7 +4,7 @@
 import { api } from "../api.js";
 import { el, $ } from "../dom.js";
 import { findings, followFindings } from "../findings.js";
-import { bytes, duration, offset, DIR, speed } from "../format.js";
+import { bytes, counted, duration, offset, DIR, speed } from "../format.js";
 import { state, setHash, filters, connectionId } from "../state.js";
 import { RunRows, ROW_H, PAGE, windowOf, reveal } from "../virtual.js";
 import { showFrame, detailOpen } from "./detail.js";
@@ -56,7 +56,7 @@ export function timelineView(root) {
     list.setTotal(got.total);
     caughtUp = got.caught_up; complete = got.complete;
     const count = $("#count");
-    count.replaceChildren(`${list.total.toLocaleString()} rows` + (caughtUp ? "" : " (indexing…)"));
+    count.replaceChildren(counted(list.total, "row") + (caughtUp ? "" : " (indexing…)"));
     if (fromSeq) {
       count.append(` from frame ${fromSeq.toLocaleString()} · `,
         el("span", { class: "link", id: "from-start", on: { click: () => setHash({ from: null }) } }, "from the start"));
