@@ -6,6 +6,8 @@ Rules:
 - What was removed, and how much space came back, is said on stdout in one line; ``--dry-run``
   says what would go and changes nothing. An unknown REF or a live one (exit 2)
   stops the command before anything is removed.
+- ``prune --keep 0`` (with no ``--older-than``) removes every recording that is not live: it
+  asks first on a terminal (no: exit 1), and elsewhere needs ``--yes`` (else exit 2).
 """
 
 from __future__ import annotations
@@ -98,18 +100,23 @@ def delete_command(db: Path | None, refs: tuple[str, ...], dry_run: bool) -> Non
 @db_option
 @click.option("--older-than", "older_than", metavar="AGE",
               help="Remove recordings started more than AGE ago: 30d, 12h, 2w, 90m.")  # fmt: skip
-@click.option("--keep", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Always keep the newest N recordings, whatever their age.")  # fmt: skip
+@click.option("--keep", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Always keep the N recordings that started last, whatever their age; "
+              "alone, remove all the others (0: every recording).")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Say what would be removed; change nothing.")
-def prune_command(db: Path | None, older_than: str | None, keep: int, dry_run: bool) -> None:
+@click.option("--yes", is_flag=True, help="Do not ask before removing every recording.")
+def prune_command(
+    db: Path | None, older_than: str | None, keep: int | None, dry_run: bool, yes: bool
+) -> None:
     """Remove old recordings with their frames and findings, then reclaim the space.
 
-    Removes those started more than --older-than ago, except the newest --keep; give at
-    least one of the two. Connections still being recorded are never removed.
+    Removes those started more than --older-than ago, except the --keep that started last;
+    give at least one of the two. `--keep 0` alone removes every recording (it asks first).
+    Connections still being recorded are never removed.
 
         acp-proxy prune --older-than 30d --keep 20 --dry-run
     """
-    if older_than is None and not keep:
+    if older_than is None and keep is None:
         raise click.UsageError("say what to prune: --older-than AGE and/or --keep N")
     before_ns = None
     if older_than is not None:
@@ -117,7 +124,7 @@ def prune_command(db: Path | None, older_than: str | None, keep: int, dry_run: b
     db_path = resolve_db(db)
     database = connect(db_path, create=False)
     chosen = tidy.prune_candidates(
-        tidy.candidates(database), before_ns=before_ns, keep=keep, alive=tidy.process_alive
+        tidy.candidates(database), before_ns=before_ns, keep=keep or 0, alive=tidy.process_alive
     )
     if not chosen:
         click.echo("nothing to prune")
@@ -126,4 +133,17 @@ def prune_command(db: Path | None, older_than: str | None, keep: int, dry_run: b
         for candidate in chosen:
             click.echo(f"would delete {_describe(candidate)}")
         return
+    if keep == 0 and older_than is None and not yes:
+        _confirm_everything(len(chosen))
     click.echo(_said(tidy.remove(database, db_path, [c.id for c in chosen]), db_path))
+
+
+def _confirm_everything(count: int) -> None:
+    """``--keep 0`` alone removes every recording: ask (see the rules)."""
+    noun = "recording" if count == 1 else "recordings"
+    if not sys.stdin.isatty():
+        report(f"prune --keep 0 removes every recording ({count} {noun}): add --yes, or see "
+               "them first with --dry-run")  # fmt: skip
+        sys.exit(2)
+    if not click.confirm(f"remove all {count} {noun}?", err=True):
+        sys.exit(1)

@@ -377,6 +377,7 @@ class HubRecorder:
         columns: dict[str, Any] = {
             "status": status, "ended_ns": closed.get("ended_ns") or time.time_ns(),
             "error": "; ".join(errors) or None,
+            "recorder_pid": None,  # this process writes no more of it: no longer live
         }  # fmt: skip
         if connection.lost[0]:
             columns.update(frames_lost=connection.lost[0], bytes_lost=connection.lost[1])

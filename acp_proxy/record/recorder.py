@@ -339,6 +339,10 @@ class Recorder:
                 writer.checkpoint()
             except RecordingError as error:
                 self._report(f"{error}; the recording is complete in its WAL file")
+            try:  # nothing more is written: the connection is no longer live on our account
+                self._busy_retry(writer.done)
+            except RecordingError as error:
+                self._report(f"{error}; the recording stays marked as being written")
 
     def _apply_pending_updates(self, writer: RecordingWriter) -> None:
         with self._lock:
@@ -397,8 +401,13 @@ class Recorder:
                 self._fail(error)
             else:
                 return
-        if self.status.connection_id is None:
-            return  # nothing was recorded at all, as was said when the database failed
+        if self.status.connection_id is None:  # no row to hold the counts: said here instead
+            if lost:
+                self._report(
+                    f"nothing was recorded: {self.status.frames_lost} frames "
+                    f"({self.status.bytes_lost} bytes) crossed unrecorded"
+                )
+            return
         if self._write_losses_afresh():
             return
         if lost:

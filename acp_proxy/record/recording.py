@@ -168,10 +168,12 @@ class Recording:
         say_outcome(self._report, outcome, deadline, self.pid, many=False, what=what,
                     after="the connection ended")  # fmt: skip
         if outcome == "died":
-            self._mark_died()
+            self._mark_died(exit_code, exit_signal, ended_ns or time.time_ns())
         return outcome
 
-    def _mark_died(self) -> None:
+    def _mark_died(self, exit_code: int | None, exit_signal: int | None, ended_ns: int) -> None:
+        """The recorder is gone: say so, with how the agent ended (the recorder never wrote
+        it), and that no process writes the connection any more."""
         from pathlib import Path
 
         from acp_proxy.errors import RecordingError
@@ -181,6 +183,8 @@ class Recording:
             update_by_uid(
                 Path(self.db_path), self.uid, status="incomplete",
                 error="frames not recorded: the recorder process ended early",
+                exit_code=exit_code, exit_signal=exit_signal, ended_ns=ended_ns,
+                recorder_pid=None,
             )  # fmt: skip
         except RecordingError as error:
             self._report(f"{error}; the connection could not be marked incomplete")

@@ -123,7 +123,9 @@ def _record_spawn_failure(
         db = connect(options.db_path)
         try:
             writer = RecordingWriter.start(db, new)
-            writer.update(status="spawn_failed", error=error, ended_ns=time.time_ns())
+            writer.update(
+                status="spawn_failed", error=error, ended_ns=time.time_ns(), recorder_pid=None
+            )
         finally:
             db.close()
     except RecordingError as failure:

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import itertools
 import os
 import shlex
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
@@ -152,30 +153,32 @@ def verify_file(path: Path, verifier: Verifier) -> list[Leak]:
 
     Only a real export or bundle is scanned (a clean answer about anything else would be a
     lie): a bundle is checked as every reader checks it (store/recording_files.py: manifest,
-    members, bounds); an export must open with its header line.
+    members, bounds); an export must open with its header line. Everything is streamed line
+    by line under the recording files' line bound: a line past it is refused, never called
+    clean.
     """
-    from acp_proxy.store.recording_files import open_bundle, read_member
+    from acp_proxy.store.recording_files import file_lines, member_lines, open_bundle, read_member
 
     if zipfile.is_zipfile(path):
         leaks: list[Leak] = []
         bundle, members, _ = open_bundle(path)
         with bundle:
             for name, info in members.items():
-                leaks += verify_member(name, read_member(path, bundle, info), verifier)
+                if name.endswith(".json"):
+                    leaks += verifier.json_document(name, read_member(path, bundle, info))
+                else:
+                    leaks += verify_lines(name, member_lines(path, bundle, info), verifier)
         return leaks
     if path.suffix in (".acpbundle", ".zip"):
         raise UnreadableRecording(f"{path}: not a readable bundle (not a zip file, or truncated)")
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise UnreadableRecording(f"{path}: cannot read it: {error.strerror or error}") from None
-    if not _is_export(data):
+    lines = file_lines(path)
+    first = next(lines, b"")
+    if not _is_export(first):
         raise UnreadableRecording(f"{path}: not an acp-proxy JSONL export or bundle")
-    return verify_member(path.name, data, verifier, jsonl=True)
+    return verify_lines(path.name, itertools.chain([first], lines), verifier, jsonl=True)
 
 
-def _is_export(data: bytes) -> bool:
-    first = data.split(b"\n", 1)[0]
+def _is_export(first: bytes) -> bool:
     try:
         header = orjson.loads(first)
     except orjson.JSONDecodeError:
@@ -184,12 +187,22 @@ def _is_export(data: bytes) -> bool:
 
 
 def verify_member(name: str, data: bytes, verifier: Verifier, *, jsonl: bool = False) -> list[Leak]:
-    if jsonl or name.endswith(".jsonl"):
-        leaks: list[Leak] = []
-        for number, line in enumerate(data.splitlines(), start=1):
-            if line.strip():
-                leaks += verifier.jsonl_line(name, number, line)
-        return leaks
-    if name.endswith(".json"):
+    """Leaks in one file or member held whole (output acp-proxy itself just wrote)."""
+    if name.endswith(".json") and not jsonl:
         return verifier.json_document(name, data)
-    return verifier.text(name, data.decode("utf-8", "surrogateescape"))
+    return verify_lines(name, data.splitlines(keepends=True), verifier, jsonl=jsonl)
+
+
+def verify_lines(
+    name: str, lines: Iterable[bytes], verifier: Verifier, *, jsonl: bool = False
+) -> list[Leak]:
+    """Leaks in the lines of one file or member (JSONL when ``jsonl`` or named ``.jsonl``)."""
+    leaks: list[Leak] = []
+    as_jsonl = jsonl or name.endswith(".jsonl")
+    for number, line in enumerate(lines, start=1):
+        if as_jsonl:
+            if line.strip():
+                leaks += verifier.jsonl_line(name, number, line.rstrip(b"\r\n"))
+        else:
+            leaks += verifier.text(name, line.decode("utf-8", "surrogateescape"), number)
+    return leaks

@@ -64,9 +64,10 @@ class Verifier:
         found, self._redactor.found = self._redactor.found, []
         return [Leak(f"{where} {f.path}", f.kind, f.value) for f in found]
 
-    def text(self, name: str, text: str) -> list[Leak]:
+    def text(self, name: str, text: str, first_line: int = 1) -> list[Leak]:
+        """Leaks in ``text``, named ``name:line`` (its lines numbered from ``first_line``)."""
         leaks: list[Leak] = []
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in enumerate(text.splitlines(), start=first_line):
             self._redactor.text(line, "")
             leaks += self._take(f"{name}:{number}")
         return leaks

@@ -8,7 +8,9 @@ Rules:
   proxy loses at most the batch being written, never a committed one, and readers (``tail``,
   Datasette) never block the writer.
 - The file is created private (private_files.py) and brought to the newest format on opening
-  (schema.py); opened read-only it is never modified.
+  (schema.py); opened read-only it is never modified. Before anything is written to it, it
+  must be new or already a recording database (ownership.py): another program's SQLite file
+  is refused unchanged, whatever the command.
 - Several proxies may append to one file at once: each uses its own connection, short
   ``BEGIN IMMEDIATE`` transactions and a busy timeout. A write lock still held by another
   writer when the timeout ends raises ``RecordingBusy``: the caller waits and retries; it is
@@ -16,8 +18,9 @@ Rules:
 - A recorder's connection (``recorder=True``) does not checkpoint the WAL on commit: the writer
   checkpoints when told to (writer.py says when).
 - Failures become ``RecordingError`` (one root: ``AcpProxyError``); callers decide what to say.
-  Opened read-only, a file that is not a recording database (empty, another program's SQLite,
-  not SQLite, damaged) is ``UnreadableRecording``: a REF that cannot be used.
+  A file that is not a recording database (another program's SQLite, not SQLite, damaged, a
+  newer format) is ``UnreadableRecording``: a REF that cannot be used (exit 2), for readers
+  and writers alike; so is an empty file opened read-only.
 """
 
 from __future__ import annotations
@@ -26,11 +29,13 @@ import sqlite3
 from pathlib import Path
 
 from acp_proxy.errors import RecordingBusy, RecordingError, UnknownRecording, UnreadableRecording
+from acp_proxy.store.ownership import require_ours
 from acp_proxy.store.private_files import create_private_file
-from acp_proxy.store.schema import migrate
+from acp_proxy.store.schema import SCHEMA_VERSION, migrate
 
 BUSY_TIMEOUT_MS = 10_000
 _BUSY_CODES = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (extended codes keep these in the low byte)
+_UNUSABLE_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB: damaged, or not SQLite at all
 
 
 def is_busy(error: sqlite3.Error) -> bool:
@@ -59,6 +64,7 @@ def connect(
             check_same_thread=False,
         )  # fmt: skip
         try:
+            require_ours(db, path, SCHEMA_VERSION, readonly=readonly)
             if not readonly:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")
@@ -75,6 +81,10 @@ def connect(
             ) from None
         if isinstance(error, sqlite3.Error) and is_busy(error):
             raise RecordingBusy(f"cannot open recording database {path}: {error}") from error
+        if getattr(error, "sqlite_errorcode", 0) & 0xFF in _UNUSABLE_CODES:
+            raise UnreadableRecording(
+                f"{path} is not a usable recording database: {error}"
+            ) from None
         raise RecordingError(f"cannot open recording database {path}: {error}") from error
     return db
 

@@ -10,6 +10,10 @@ Rules:
   strings, ``client_info`` and ``agent_info`` any JSON value (or null).
 - Column types come from the database's own schema (``PRAGMA table_info``), so a column added
   by a migration is checked without a change here.
+- A frame's values must also mean something (``frame_problem``): a known ``direction`` and
+  ``kind``, flags 0 or 1, ``seq`` from 1, ``offset`` and ``size`` never negative, ``size`` at
+  least the bytes held (less only when the bytes are missing: ``length(raw) < size``), and
+  ``raw`` one line: a newline only as its last byte.
 """
 
 from __future__ import annotations
@@ -20,7 +24,14 @@ from typing import Any
 
 import orjson
 
+from acp_proxy.protocol.acp import Direction
+from acp_proxy.protocol.jsonrpc import Kind
+from acp_proxy.protocol.observer import STDERR_KIND
+
 INT64 = (-(2**63), 2**63 - 1)
+DIRECTIONS = frozenset(d.value for d in Direction)
+KINDS = frozenset({*(k.value for k in Kind), STDERR_KIND})
+FLAGS = ("bad_json", "bad_utf8", "not_jsonrpc", "batch", "no_newline")
 JSON_COLUMNS = {"argv", "client_argv", "client_info", "agent_info"}
 
 
@@ -92,3 +103,33 @@ def _word(column: Column) -> str:
         "TEXT": "text",
         "BLOB": "bytes",
     }.get(column.type, "a string or a number")
+
+
+def frame_problem(record: dict[str, Any]) -> str | None:
+    """Why a frame whose values fit their columns (``problem``) still means nothing, or None."""
+    if record.get("direction") not in DIRECTIONS:
+        return f"direction is {_shown(record.get('direction'))}, not c2a, a2c or stderr"
+    if record.get("kind") not in KINDS:
+        return f"kind is {_shown(record.get('kind'))}, not a frame kind"
+    for flag in FLAGS:
+        if record.get(flag, 0) not in (0, 1) or isinstance(record.get(flag), bool):
+            return f"{flag} is {_shown(record.get(flag))}, not 0 or 1"
+    for name, least in (("seq", 1), ("offset", 0), ("size", 0)):
+        value = record.get(name)
+        if isinstance(value, int) and value < least:
+            return f"{name} is {value}, less than {least}"
+    raw = record.get("raw")
+    if isinstance(raw, bytes):
+        size = record.get("size")
+        if isinstance(size, int) and size < len(raw):
+            return f"size is {size}, less than the {len(raw)} bytes of raw"
+        if b"\n" in raw[:-1]:
+            return "raw holds more than one line (a newline before its end)"
+    return None
+
+
+def _shown(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()[:40]
+    except TypeError:
+        return type(value).__name__

@@ -43,8 +43,9 @@ from acp_proxy.protocol.observer import FRAME_COLUMNS, ConnectionObserver, Frame
 from acp_proxy.protocol.wire import Frame
 from acp_proxy.store import captures, import_types
 from acp_proxy.store.database import connect, write_transaction
-from acp_proxy.store.import_types import Column, problem
+from acp_proxy.store.import_types import Column, frame_problem, problem
 from acp_proxy.store.jsonl import frame_of, header_of, is_header
+from acp_proxy.store.readers import LOCAL_COLUMNS
 from acp_proxy.store.transport_facts import TransportRefused, imported_transport, insert_transport
 
 BATCH = 1000
@@ -75,8 +76,12 @@ def _record(
     number: int, line: bytes, frame_columns: list[str], types: dict[str, Column]
 ) -> dict[str, Any]:
     where = f"line {number}: "
-    return _row(number, line, frame_of, set(frame_columns), types,
-                unknown=f"{where}unknown frame columns", wrong=where)  # fmt: skip
+    record = _row(number, line, frame_of, set(frame_columns), types,
+                  unknown=f"{where}unknown frame columns", wrong=where)  # fmt: skip
+    meaningless = frame_problem(record)
+    if meaningless:
+        raise ImportRefused(f"{where}{meaningless}")
+    return record
 
 
 def _row(
@@ -329,7 +334,8 @@ class _Clock:
 
 def _start(db: sqlite3.Connection, connection: dict[str, Any]) -> int:
     _refuse_if_held(db, connection["uid"])
-    names = list(connection)
+    # An import is written by no recorder: a process id from elsewhere would make it look live.
+    names = [n for n in connection if n not in LOCAL_COLUMNS]
     cursor = db.execute(_insert("connection", names), [connection[n] for n in names])
     assert cursor.lastrowid is not None
     return cursor.lastrowid

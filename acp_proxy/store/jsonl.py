@@ -61,8 +61,10 @@ def header_of(line: bytes) -> dict[str, Any]:
         raise ValueError(f"the first line is not JSON: {error}") from error
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise ValueError(f'not an acp-proxy JSONL export (no "format": "{FORMAT}" header)')
-    if header.get("version") != FORMAT_VERSION:
-        raise ValueError(f"export format version {header.get('version')} is not supported")
+    version = header.get("version")
+    if type(version) is not int or version != FORMAT_VERSION:  # ``true`` equals 1 in Python
+        shown = orjson.dumps(version).decode()[:20] if version is not None else "none"
+        raise ValueError(f"export format version {shown} is not supported")
     connection = header.get("connection")
     if not isinstance(connection, dict) or not isinstance(connection.get("uid"), str):
         raise ValueError("the header has no connection with a uid")  # noqa: TRY004

@@ -80,9 +80,11 @@ def connection(db: sqlite3.Connection, connection_id: int) -> ConnectionRow:
 
 
 def connections(db: sqlite3.Connection, limit: int | None) -> list[ConnectionRow]:
-    """The newest ``limit`` connections (all when None), oldest first."""
+    """The newest ``limit`` connections (all when None), oldest first: by their start (an
+    import keeps the start it had), then their id."""
     rows = db.execute(
-        f"SELECT {_connection_columns(db)} FROM connection ORDER BY id DESC LIMIT ?",
+        f"SELECT {_connection_columns(db)} FROM connection "
+        "ORDER BY started_ns DESC, id DESC LIMIT ?",
         (-1 if limit is None else limit,),
     ).fetchall()
     return [_connection(r) for r in reversed(rows)]
@@ -218,7 +220,8 @@ def connection_count(db: sqlite3.Connection) -> int:
 
 
 def newest_connection_id(db: sqlite3.Connection) -> int:
-    """The id of the newest connection, 0 when there is none."""
+    """The id of the connection written last, 0 when there is none: ids only grow (format
+    9), so ``connection_after`` it is the next one to be written (``tail --wait``)."""
     return int(db.execute("SELECT coalesce(max(id), 0) FROM connection").fetchone()[0])
 
 
@@ -253,13 +256,20 @@ def export_rows(db: sqlite3.Connection, connection_id: int) -> Iterator[dict[str
             yield record
 
 
+# Columns that only mean something on the machine, while the recording is written: left out
+# of every record that leaves the database (exports, bundles, MCP).
+LOCAL_COLUMNS = frozenset({"recorder_pid"})
+
+
 def connection_record(db: sqlite3.Connection, connection_id: int) -> dict[str, Any]:
-    """Every column of one connection row, as stored (JSON columns stay text)."""
+    """Every column of one connection row, as stored (JSON columns stay text), but the
+    ``LOCAL_COLUMNS``."""
     cursor = db.execute("SELECT * FROM connection WHERE id = ?", (connection_id,))
     row = cursor.fetchone()
     if row is None:
         raise UnknownRecording(f"no connection {connection_id}")
-    return dict(zip([d[0] for d in cursor.description], row, strict=True))
+    names = [d[0] for d in cursor.description]
+    return {k: v for k, v in zip(names, row, strict=True) if k not in LOCAL_COLUMNS}
 
 
 def calls(db: sqlite3.Connection, connection_id: int) -> Iterator[Call]:

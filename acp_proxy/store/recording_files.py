@@ -8,12 +8,14 @@ Rules:
 - What is read is bounded, whatever the file claims: a member may expand at most
   ``MAX_RATIO`` times its compressed size (past ``RATIO_FROM`` bytes) and the manifest at most
   ``MAX_MANIFEST`` bytes, so a small file cannot make the reader allocate gigabytes (a zip
-  bomb). Frames are streamed line by line, never read whole; a damaged member (bad deflate
+  bomb). Frames are streamed line by line, never read whole, and no line may pass
+  ``MAX_LINE_BYTES``: a longer one is refused as soon as that much of it is read, so a member
+  of one endless line costs no more memory than the bound. A damaged member (bad deflate
   data, a wrong CRC, a truncated file) is refused when it is met.
 - Every refusal is ``UnreadableRecording`` naming the file: the command line says it in one
   line (exit 2).
 - A JSONL export, or a capture of another tool (importer.py reads which it is), is read as
-  it is on disk (line by line; nothing in it can expand).
+  it is on disk, line by line under the same line bound (nothing in it can expand).
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ SUFFIXES = (".acpbundle", ".zip", ".jsonl", ".json", ".jsons", ".ndjson")
 MAX_RATIO = 200
 RATIO_FROM = 8 << 20
 MAX_MANIFEST = 1 << 20
+# The longest line (newline included) a recording file may hold: the JSONL line of a frame of
+# tens of MiB fits; a line past it is refused before more of it is read.
+MAX_LINE_BYTES = 64 << 20
+_PIECE = 1 << 20
 _METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
 _ENCRYPTED = 0x1
 
@@ -127,17 +133,73 @@ def _require_frames(path: Path, members: dict[str, zipfile.ZipInfo]) -> None:
 
 
 def read_member(path: Path, bundle: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
-    """One member of a bundle checked by ``open_bundle``, whole (bounded by its checks)."""
+    """One member of a bundle checked by ``open_bundle``, whole: only one of at most
+    ``MAX_LINE_BYTES`` (a JSON document, read at once); longer ones are refused."""
+    if info.file_size > MAX_LINE_BYTES:
+        raise _refuse(path, f"{info.filename} is {info.file_size} bytes, more than the "
+                      f"{_mib(MAX_LINE_BYTES)} a document in a bundle may hold")  # fmt: skip
     return _read(path, bundle, info)
 
 
-def _stream(path: Path, handle: IO[bytes], name: str) -> Iterator[bytes]:
+def member_lines(path: Path, bundle: zipfile.ZipFile, info: zipfile.ZipInfo) -> Iterator[bytes]:
+    """The lines of one member of a bundle checked by ``open_bundle``, streamed and bounded."""
     try:
-        yield from handle
+        member = bundle.open(info)
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as error:
+        raise _refuse(path, f"damaged bundle ({info.filename}: {error})") from None
+    with member:
+        yield from _stream(path, member, info.filename)
+
+
+def _mib(size: int) -> str:
+    return f"{size >> 20} MiB"
+
+
+def _stream(path: Path, handle: IO[bytes], name: str) -> Iterator[bytes]:
+    """The lines of ``handle``, read in pieces; a line longer than ``MAX_LINE_BYTES`` is
+    refused once that much of it is held (see the rules)."""
+    number = 0
+    pending: list[bytes] = []  # the start of a line that goes on in the next piece
+    held = 0
+    try:
+        while piece := handle.read(_PIECE):
+            start = 0
+            while (end := piece.find(b"\n", start)) >= 0:
+                number += 1
+                if held + end + 1 - start > MAX_LINE_BYTES:
+                    raise _too_long(path, name, number)
+                if pending:
+                    yield b"".join([*pending, piece[start : end + 1]])
+                    pending, held = [], 0
+                else:
+                    yield piece[start : end + 1]
+                start = end + 1
+            if start < len(piece):
+                pending.append(piece[start:] if start else piece)
+                held += len(piece) - start
+                if held > MAX_LINE_BYTES:
+                    raise _too_long(path, name, number + 1)
+        if pending:
+            yield b"".join(pending)
     except (zipfile.BadZipFile, zlib.error, EOFError) as error:
         raise _refuse(path, f"damaged bundle ({name}: {error})") from None
     except OSError as error:
         raise _refuse(path, f"cannot read it: {error.strerror or error}") from None
+
+
+def _too_long(path: Path, name: str, number: int) -> UnreadableRecording:
+    return _refuse(path, f"{name}: line {number} is longer than {_mib(MAX_LINE_BYTES)}, the "
+                   "most a recording file's line may hold")  # fmt: skip
+
+
+def file_lines(path: Path) -> Iterator[bytes]:
+    """The lines of a file on disk, streamed under the line bound (``UnreadableRecording``)."""
+    try:
+        handle = path.open("rb")
+    except OSError as error:
+        raise _refuse(path, f"cannot read it: {error.strerror or error}") from None
+    with handle:
+        yield from _stream(path, handle, path.name)
 
 
 def frames_lines(path: Path) -> Iterator[bytes]:
@@ -145,18 +207,8 @@ def frames_lines(path: Path) -> Iterator[bytes]:
     if zipfile.is_zipfile(path):
         bundle, members, _ = open_bundle(path)
         with bundle:
-            try:
-                member = bundle.open(members[FRAMES_MEMBER])
-            except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as error:
-                raise _refuse(path, f"damaged bundle ({FRAMES_MEMBER}: {error})") from None
-            with member:
-                yield from _stream(path, member, FRAMES_MEMBER)
+            yield from member_lines(path, bundle, members[FRAMES_MEMBER])
         return
     if path.suffix in (".acpbundle", ".zip"):
         raise _refuse(path, "not a readable bundle (not a zip file, or truncated)")
-    try:
-        handle = path.open("rb")
-    except OSError as error:
-        raise _refuse(path, f"cannot read it: {error.strerror or error}") from None
-    with handle:
-        yield from _stream(path, handle, path.name)
+    yield from file_lines(path)

@@ -10,7 +10,9 @@ Rules:
   is missing, is not a recording database, or holds nothing yet; no connection matches; a REF
   written as a path (a folder separator, a recording file suffix) names no file; the file is a
   folder, or not a recording file (and why).
-- A label or session id that several connections share means the newest; the opener says so
+- "Newest" is the connection that started last (``started_ns``, then the id: an import keeps
+  the start it had): ``last``, and a label or session id that several connections share,
+  mean the newest; the opener says so
   on stderr (``note``), with the ids and how to choose another. A file of several episodes
   gives them all when the command takes them (``episodes=True``: ``check``, ``replay``),
   else the first, saying that there are more.
@@ -79,8 +81,10 @@ def _newest(db: sqlite3.Connection, query: str, ref: str, what: str, note: Repor
 def resolve_ref(db: sqlite3.Connection, ref: str | None, note: Reporter = report) -> int:
     """The connection id a database REF names (see the module rules); ``UnknownRecording``."""
     if ref is None or ref == "last":
-        row = db.execute("SELECT max(id) FROM connection").fetchone()
-        if row[0] is None:
+        row = db.execute(
+            "SELECT id FROM connection ORDER BY started_ns DESC, id DESC LIMIT 1"
+        ).fetchone()
+        if row is None:
             raise UnknownRecording(f"{_where(db)} holds no recordings yet")
         return int(row[0])
     if ref.isdigit() and len(ref) < 19:  # beyond that it is no id SQLite can hold
@@ -91,9 +95,10 @@ def resolve_ref(db: sqlite3.Connection, ref: str | None, note: Reporter = report
     if row is not None:
         return int(row[0])
     for query, what in (
-        ("SELECT id FROM connection WHERE label = ? ORDER BY id", "label"),
+        ("SELECT id FROM connection WHERE label = ? ORDER BY started_ns, id", "label"),
         (
-            "SELECT DISTINCT connection_id FROM frame WHERE session_id = ? ORDER BY connection_id",
+            "SELECT c.id FROM connection c WHERE c.id IN "
+            "(SELECT connection_id FROM frame WHERE session_id = ?) ORDER BY c.started_ns, c.id",
             "session",
         ),
     ):

@@ -288,6 +288,76 @@ CREATE TABLE frame_transport (
 ) WITHOUT ROWID;
 """
 
+# Format 9: connection ids are never reused (``AUTOINCREMENT``), so frames still being written
+# for a deleted connection can never join a later one, and ``recorder_pid`` names the process
+# that writes a connection's frames while it does (null once it is done): liveness is read
+# from the recorder as well as from the proxy (store/tidy.py). SQLite cannot add AUTOINCREMENT
+# to a table: ``connection`` is rebuilt, every row and id kept (views dropped first; the last
+# step re-creates them), and the sequence starts above every id any row still names (frames
+# a deleted connection left behind must not join the next one). Frame ids are left as they
+# are (rebuilding ``frame`` would copy the whole file); nothing else refers to a deleted
+# frame's id (``delete`` takes its words out of the search index).
+_CONNECTION_V8_COLUMNS = """id, uid, label, status, started_ns, ended_ns, argv, cwd,
+    proxy_version, proxy_pid, agent_pid, exit_code, exit_signal, error, protocol_version,
+    client_info, agent_info, frames_c2a, frames_a2c, lines_stderr, bytes_c2a, bytes_a2c,
+    bytes_stderr, frames_lost, otlp_frames_dropped, otlp_spans_dropped, bytes_lost,
+    client_argv, transport, remote_url, listen_url, client_address, remote_connection_id"""
+_SCHEMA_V9 = f"""
+DROP VIEW IF EXISTS frames;
+DROP VIEW IF EXISTS rpc_calls;
+DROP VIEW IF EXISTS sessions;
+DROP VIEW IF EXISTS prompt_turns;
+DROP VIEW IF EXISTS frame_text;
+CREATE TABLE connection_v9 (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    uid TEXT NOT NULL UNIQUE,
+    label TEXT,
+    status TEXT NOT NULL,
+    started_ns INTEGER NOT NULL,
+    ended_ns INTEGER,
+    argv TEXT NOT NULL,
+    cwd TEXT NOT NULL,
+    proxy_version TEXT NOT NULL,
+    proxy_pid INTEGER NOT NULL,
+    agent_pid INTEGER,
+    exit_code INTEGER,
+    exit_signal INTEGER,
+    error TEXT,
+    protocol_version INTEGER,
+    client_info TEXT,
+    agent_info TEXT,
+    frames_c2a INTEGER NOT NULL DEFAULT 0,
+    frames_a2c INTEGER NOT NULL DEFAULT 0,
+    lines_stderr INTEGER NOT NULL DEFAULT 0,
+    bytes_c2a INTEGER NOT NULL DEFAULT 0,
+    bytes_a2c INTEGER NOT NULL DEFAULT 0,
+    bytes_stderr INTEGER NOT NULL DEFAULT 0,
+    frames_lost INTEGER NOT NULL DEFAULT 0,
+    otlp_frames_dropped INTEGER NOT NULL DEFAULT 0,
+    otlp_spans_dropped INTEGER NOT NULL DEFAULT 0,
+    bytes_lost INTEGER NOT NULL DEFAULT 0,
+    client_argv TEXT,
+    transport TEXT NOT NULL DEFAULT 'stdio',
+    remote_url TEXT,
+    listen_url TEXT,
+    client_address TEXT,
+    remote_connection_id TEXT,
+    recorder_pid INTEGER
+);
+INSERT INTO connection_v9 ({_CONNECTION_V8_COLUMNS})
+    SELECT {_CONNECTION_V8_COLUMNS} FROM connection;
+DROP TABLE connection;
+ALTER TABLE connection_v9 RENAME TO connection;
+INSERT INTO sqlite_sequence (name, seq) SELECT 'connection', 0
+    WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'connection');
+UPDATE sqlite_sequence SET seq = max(seq,
+    (SELECT coalesce(max(connection_id), 0) FROM frame),
+    (SELECT coalesce(max(connection_id), 0) FROM finding),
+    (SELECT coalesce(max(connection_id), 0) FROM search_progress),
+    (SELECT coalesce(max(connection_id), 0) FROM http_exchange))
+    WHERE name = 'connection';
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     _SCHEMA_V1,
     _SCHEMA_V2,
@@ -297,6 +367,7 @@ MIGRATIONS: tuple[str, ...] = (
     _SCHEMA_V6,
     _SCHEMA_V7,
     _SCHEMA_V8,
+    _SCHEMA_V9,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

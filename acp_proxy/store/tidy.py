@@ -1,11 +1,18 @@
 """Removing recordings: ``delete`` and ``prune``, and the size of a database on disk.
 
 Rules:
-- A live connection is never touched: one whose status is ``running`` while the proxy that
-  records it (``proxy_pid``) is still alive on this machine. A ``running`` row whose proxy is
-  gone (it was killed) is finished in all but name and may be removed.
+- A live connection is never touched. Live: its recorder (``recorder_pid``, the process that
+  writes its frames, format 9) is still alive on this machine, whatever the status says (a
+  proxy killed, or one that exited while its recorder still commits); or its status is
+  ``running`` while its proxy (``proxy_pid``) is alive. A process that has exited but not
+  been reaped (a zombie) is not alive. A ``running`` row whose proxy and recorder are both
+  gone is finished in all but name and may be removed. Should liveness ever be misjudged, a
+  recorder still writes nothing into a deleted row (store/writer.py) and ids are never reused.
+- "Newest" is the latest start (``started_ns``, then the id): an imported recording keeps the
+  start it had, so it is as old as it was when it was made.
 - A connection goes with every row that names it: each table with a ``connection_id`` column
-  (frames, findings, and whatever later formats add), in one transaction with the row itself.
+  (frames, findings, and whatever later formats add), and its frames' words in the search
+  index, in one transaction with the row itself.
 - Space is reclaimed afterwards with ``VACUUM``; if that cannot run (a writer holds the
   database past the busy timeout), the rows are still gone and the caller is told.
 - Choosing what to prune is pure (``prune_candidates``); only this module's constant SQL runs.
@@ -30,6 +37,7 @@ class Candidate:
     started_ns: int
     status: str
     proxy_pid: int
+    recorder_pid: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +50,7 @@ class Removed:
 
 
 def process_alive(pid: int) -> bool:
-    """Whether a process with this id exists on this machine."""
+    """Whether a process with this id runs on this machine (a zombie does not)."""
     if pid <= 0:
         return False
     try:
@@ -51,7 +59,12 @@ def process_alive(pid: int) -> bool:
         return False
     except PermissionError:  # exists, owned by someone else
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True  # no /proc to ask: it exists
+    return state not in (b"Z", b"X")
 
 
 def database_bytes(path: Path) -> int:
@@ -64,30 +77,38 @@ def database_bytes(path: Path) -> int:
 
 
 def candidates(db: sqlite3.Connection, ids: Iterable[int] | None = None) -> list[Candidate]:
-    """Connections (all, or those of ``ids``), oldest first."""
+    """Connections (all, or those of ``ids``), oldest first (by start, see the rules)."""
     rows = db.execute(
-        "SELECT id, label, started_ns, status, proxy_pid FROM connection ORDER BY id"
+        "SELECT id, label, started_ns, status, proxy_pid, recorder_pid FROM connection "
+        "ORDER BY started_ns, id"
     ).fetchall()
     wanted = None if ids is None else set(ids)
     return [Candidate(*r) for r in rows if wanted is None or r[0] in wanted]
 
 
 def is_live(candidate: Candidate, alive: Alive = process_alive) -> bool:
+    """Whether the connection may still be written (see the rules)."""
+    if candidate.recorder_pid is not None and alive(candidate.recorder_pid):
+        return True
     return candidate.status == "running" and alive(candidate.proxy_pid)
+
+
+def _start_order(candidate: Candidate) -> tuple[int, int]:
+    return candidate.started_ns, candidate.id
 
 
 def prune_candidates(
     connections: Sequence[Candidate], *, before_ns: int | None, keep: int, alive: Alive
 ) -> list[Candidate]:
     """What ``prune`` removes: started before ``before_ns`` (any age when None), except the
-    newest ``keep`` connections and every live one."""
-    newest_first = sorted(connections, key=lambda c: c.id, reverse=True)
+    ``keep`` that started last and every live one; oldest first."""
+    newest_first = sorted(connections, key=_start_order, reverse=True)
     chosen = [
         c
         for c in newest_first[keep:]
         if (before_ns is None or c.started_ns < before_ns) and not is_live(c, alive)
     ]
-    return sorted(chosen, key=lambda c: c.id)
+    return sorted(chosen, key=_start_order)
 
 
 def _tables_naming_connections(db: sqlite3.Connection) -> list[str]:
@@ -104,6 +125,18 @@ def _tables_naming_connections(db: sqlite3.Connection) -> list[str]:
     ]
 
 
+def _unindex(db: sqlite3.Connection, connection_id: int) -> None:
+    """Take a connection's indexed frames out of the search index (an external-content index
+    forgets a row only when told its words, which the ``frame_text`` view still gives)."""
+    db.execute(
+        "INSERT INTO frame_search (frame_search, rowid, text) "
+        "SELECT 'delete', t.id, t.text FROM frame_text t "
+        "JOIN search_progress p ON p.connection_id = t.connection_id "
+        "WHERE t.connection_id = ? AND t.seq <= p.indexed_seq",
+        (connection_id,),
+    )
+
+
 def remove(db: sqlite3.Connection, path: Path, ids: Sequence[int]) -> Removed:
     """Delete these connections with everything that names them, then reclaim the space."""
     before = database_bytes(path)
@@ -112,6 +145,7 @@ def remove(db: sqlite3.Connection, path: Path, ids: Sequence[int]) -> Removed:
     try:
         tables = _tables_naming_connections(db)
         for connection_id in ids:
+            _unindex(db, connection_id)
             for table in tables:
                 cursor = db.execute(
                     f'DELETE FROM "{table}" WHERE connection_id = ?', (connection_id,)

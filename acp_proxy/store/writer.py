@@ -15,6 +15,13 @@ Rules:
   main file as frames stream in slowed large frames down: docs/performance.md); the recorder
   checkpoints when it is idle, when the WAL passes a size, and when its connection is done
   (``checkpoint``).
+- The process that writes a connection's frames names itself in ``recorder_pid`` from the
+  row's first transaction until it is done (``done`` sets it back to null): while that
+  process lives the connection is live, whatever its status says (store/tidy.py).
+- Frames are never written for a connection whose row is gone (``delete``, ``prune``): every
+  batch checks, in its transaction, that the row is still there, else raises
+  ``RecordingDeleted`` and writes nothing. Connection ids are never reused (format 9), so
+  nothing written later can join another recording.
 - The writer indexes its connection's frames for search (search_index.py) either in the
   transaction that inserts them (``index=True``) or when told to (``index_pending``: the
   recorder does it when the traffic pauses and once the client is done). Indexing never costs
@@ -35,6 +42,7 @@ from typing import Any
 
 import orjson
 
+from acp_proxy.errors import RecordingError
 from acp_proxy.protocol.observer import FRAME_COLUMNS, ConnectionFacts, FrameRecord
 from acp_proxy.store.database import connect, error_for, write_transaction
 from acp_proxy.store.search_index import index_frames
@@ -46,6 +54,10 @@ ROW_OVERHEAD_BYTES = 64 * 1024
 
 def _now_ns() -> int:
     return time.time_ns()
+
+
+class RecordingDeleted(RecordingError):
+    """The connection's row was deleted while it was recorded: nothing more is written."""
 
 
 # (seq, direction, rule, severity, message) of one rule finding.
@@ -81,6 +93,7 @@ def new_uid() -> str:
 _UPDATABLE = frozenset({
     "agent_pid", "status", "ended_ns", "exit_code", "exit_signal", "error", "frames_lost",
     "bytes_lost", "otlp_frames_dropped", "otlp_spans_dropped", "remote_connection_id",
+    "recorder_pid",
 })  # fmt: skip
 
 
@@ -129,7 +142,8 @@ class RecordingWriter:
                 cursor = db.execute(
                     "INSERT INTO connection (uid, label, status, started_ns, argv, cwd, "
                     "proxy_version, proxy_pid, client_argv, transport, remote_url, listen_url, "
-                    "client_address) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "client_address, recorder_pid) "
+                    "VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         new.uid or new_uid(), new.label, new.started_ns or _now_ns(),
                         orjson.dumps(list(new.argv)).decode(), new.cwd, new.proxy_version,
@@ -137,6 +151,7 @@ class RecordingWriter:
                         None if new.client_argv is None
                         else orjson.dumps(list(new.client_argv)).decode(),
                         new.transport, new.remote_url, new.listen_url, new.client_address,
+                        os.getpid(),
                     ),
                 )  # fmt: skip
         except sqlite3.Error as error:
@@ -158,12 +173,15 @@ class RecordingWriter:
         ``findings`` are rule findings about these frames (``record --check``); ``lost`` the
         ``(frames_lost, bytes_lost)`` totals so far. Returns the frames whose bytes were too
         long to store (their rows hold an empty ``raw``). Raises ``RecordingBusy`` when the
-        write lock could not be had: nothing was written, the same call may be retried.
+        write lock could not be had: nothing was written, the same call may be retried; and
+        ``RecordingDeleted`` when the connection's row is gone: nothing was written, nothing
+        more will be.
         """
         too_long: list[FrameRecord] = []
         totals = {direction: (frames, size) for direction, frames, size in counts}
         try:
             with write_transaction(self._db):
+                self._require_row()
                 if records:
                     too_long = self._insert_records(records)
                     if self._index:
@@ -205,6 +223,28 @@ class RecordingWriter:
         if totals:
             self._last_totals = totals
         return too_long
+
+    def _require_row(self) -> None:
+        """Inside a write transaction: the connection's row must still exist (see the rules)."""
+        found = self._db.execute(
+            "SELECT 1 FROM connection WHERE id = ?", (self.connection_id,)
+        ).fetchone()
+        if found is None:
+            raise RecordingDeleted(
+                f"connection {self.connection_id} was deleted while it was being recorded "
+                "(acp-proxy delete or prune): nothing more is recorded"
+            )
+
+    def done(self) -> None:
+        """This process writes no more of the connection: ``recorder_pid`` back to null."""
+        try:
+            with write_transaction(self._db):
+                self._db.execute(
+                    "UPDATE connection SET recorder_pid = NULL WHERE id = ? AND recorder_pid = ?",
+                    (self.connection_id, os.getpid()),
+                )
+        except sqlite3.Error as error:
+            raise error_for(error, "update the recording") from error
 
     def _insert_records(self, records: Sequence[FrameRecord]) -> list[FrameRecord]:
         raw_index = self._raw_index
@@ -250,7 +290,11 @@ class RecordingWriter:
             return 0
         try:
             with write_transaction(self._db):
+                self._require_row()
                 taken = self._index_frames(limit)
+        except RecordingDeleted as error:
+            self.index_error = str(error)
+            return 0
         except sqlite3.Error as error:
             self.index_error = str(error)
             return 0

@@ -95,10 +95,10 @@ def test_prune_by_age_and_keep(db_path: Path) -> None:
     old = [_finished(db_path, f"old{i}", 40 + i) for i in range(3)]
     young = _finished(db_path, "young", 1)
     dry = run(db_path, "prune", "--older-than", "30d", "--dry-run").output.splitlines()
-    assert [int(x.split()[2]) for x in dry] == old
+    assert [int(x.split()[2]) for x in dry] == old[::-1]  # oldest first
     assert _ids(db_path) == [*old, young]
-    run(db_path, "prune", "--older-than", "30d", "--keep", "3")
-    assert _ids(db_path) == [old[1], old[2], young]
+    run(db_path, "prune", "--older-than", "30d", "--keep", "3")  # keeps the 3 started last
+    assert _ids(db_path) == [old[0], old[1], young]
     run(db_path, "prune", "--older-than", "30d")
     assert _ids(db_path) == [young]
     assert run(db_path, "prune", "--older-than", "30d").output == "nothing to prune\n"
@@ -127,6 +127,11 @@ def test_prune_and_delete_never_touch_a_live_connection(db_path: Path) -> None:
         record.stdin.close()
         assert record.wait(timeout=30) == 0
     assert _count(db_path, "frame") == 1
+    # Its recorder may still be indexing after the proxy exited: live until it says it is done.
+    deadline = time.monotonic() + 30
+    while tidy.candidates(connect(db_path, create=False))[0].recorder_pid is not None:
+        assert time.monotonic() < deadline, "the recorder never finished"
+        time.sleep(0.02)
     run(db_path, "delete", "live")
     assert _ids(db_path) == []
 
@@ -138,3 +143,26 @@ def test_a_running_row_whose_proxy_is_gone_is_not_live() -> None:
     assert not tidy.is_live(row)
     assert tidy.is_live(tidy.Candidate(1, None, 0, "running", os.getpid()))
     assert not tidy.is_live(tidy.Candidate(1, None, 0, "exited", os.getpid()))
+
+
+def test_newest_means_the_latest_start_not_the_highest_id(db_path: Path) -> None:
+    made_a_minute_ago = _finished(db_path, "mine", 1 / 1440)
+    imported_old = [_finished(db_path, f"sample{i}", 0.5 - i / 100) for i in range(2)]
+    dry = run(db_path, "prune", "--keep", "1", "--dry-run").output.splitlines()
+    assert [int(x.split()[2]) for x in dry] == imported_old  # oldest first
+    result = run(db_path, "delete", "last", "--dry-run").output  # `last`, as a bare show opens
+    assert result.startswith(f"would delete {made_a_minute_ago} (mine)")
+
+
+def test_keep_0_alone_removes_every_finished_recording_after_asking(
+    db_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    ids = [_finished(db_path, f"r{i}", i) for i in range(3)]
+    dry = run(db_path, "prune", "--keep", "0", "--dry-run").output.splitlines()
+    assert [int(x.split()[2]) for x in dry] == ids[::-1]
+    capfd.readouterr()
+    run(db_path, "prune", "--keep", "0", code=2)  # no terminal to ask on
+    assert "add --yes" in capfd.readouterr().err
+    assert _ids(db_path) == ids
+    assert run(db_path, "prune", "--keep", "0", "--yes").output.startswith("deleted 3 connections")
+    assert _ids(db_path) == []

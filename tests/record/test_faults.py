@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from acp_proxy.store.database import BUSY_TIMEOUT_MS, connect
+from tests.support.processes import exists
 from tests.support.proxy import FAKE_AGENT, proxy_argv, start
 
 LINE = b'{"jsonrpc":"2.0","method":"_x","params":{"n":%07d,"pad":"%s"}}\n'
@@ -313,8 +314,93 @@ def test_a_recorder_that_dies_leaves_its_connection_marked_incomplete(db_path: P
     proxy.stdin.close()
     assert proxy.wait(timeout=30) == 0
     con = sqlite3.connect(db_path)
-    status, error = con.execute("SELECT status, error FROM connection").fetchone()
+    status, error, exit_code, ended_ns, recorder = con.execute(
+        "SELECT status, error, exit_code, ended_ns, recorder_pid FROM connection"
+    ).fetchone()
     assert status == "incomplete"
     assert "the recorder process ended early" in error
+    assert (exit_code, recorder) == (0, None)  # how the agent ended is kept all the same
+    assert ended_ns is not None
     proxy.stdout.close()
     proxy.stderr.close()
+
+
+@pytest.mark.timeout(180)
+def test_a_recording_whose_proxy_was_killed_stays_live_while_its_recorder_writes(
+    db_path: Path, tmp_path: Path
+) -> None:
+    lines = _payload(tmp_path / "payload.bin", 6000)  # more than the tap holds
+    proxy = start(proxy_argv(db_path, "emit", str(tmp_path / "payload.bin")))
+    assert proxy.stdout is not None
+    deadline = time.monotonic() + 60
+    while not _frames_stored(db_path):  # the row and the first frames are committed
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    recorder = _recorder_pid(proxy)
+    os.kill(recorder, signal.SIGSTOP)  # behind: everything else still to commit
+    # and a busy neighbour from now on: the recorder (in the idle class) catches up slowly
+    neighbour = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        _read_all(proxy.stdout.fileno(), b"".join(lines), 60)
+        proxy.kill()
+        proxy.wait()
+        proxy.stdout.close()
+        assert proxy.stdin is not None
+        assert proxy.stderr is not None
+        proxy.stdin.close()
+        proxy.stderr.close()
+        tidy = [sys.executable, "-m", "acp_proxy"]
+        for args in (["delete", "1"], ["prune", "--keep", "0", "--yes"]):
+            done = subprocess.run(
+                [*tidy, *args, "--db", str(db_path)], capture_output=True, text=True,
+                timeout=60, check=False,
+            )  # fmt: skip
+            assert done.returncode in (0, 2), done.stderr
+            assert "Traceback" not in done.stderr
+        assert sqlite3.connect(db_path).execute("SELECT id FROM connection").fetchall() == [(1,)]
+        os.kill(recorder, signal.SIGCONT)
+        deadline = time.monotonic() + 120
+        while exists(recorder):
+            assert time.monotonic() < deadline, "the recorder never finished"
+            time.sleep(0.05)
+    finally:
+        neighbour.kill()
+        neighbour.wait()
+    con = sqlite3.connect(db_path)
+    recorded = con.execute(
+        "SELECT frames_c2a + frames_a2c + lines_stderr, recorder_pid FROM connection"
+    ).fetchone()
+    assert con.execute("SELECT connection_id, count(*) FROM frame GROUP BY 1").fetchall() == [
+        (1, recorded[0])
+    ]
+    assert recorded[1] is None  # the recorder said it was done, proxy or not
+    done = subprocess.run(
+        [*tidy, "delete", "1", "--db", str(db_path)], capture_output=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    echoed = subprocess.run(
+        proxy_argv(db_path, "echo"), input=b"{}\n", capture_output=True, timeout=60, check=False
+    )
+    assert echoed.returncode == 0
+    # a new id: the echo's request and answer, and nothing else
+    assert con.execute("SELECT connection_id, count(*) FROM frame GROUP BY 1").fetchall() == [
+        (2, 2)
+    ]
+
+
+def test_a_read_only_database_says_how_many_frames_went_unrecorded(tmp_path: Path) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    db = folder / "rec.sqlite"
+    connect(db).close()  # a recording database, then made read-only by a bind mount
+    script = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
+    argv = ["unshare", "--map-root-user", "--mount", "sh", "-c", script, str(folder),
+            *proxy_argv(db, "echo")]  # fmt: skip
+    lines = b'{"jsonrpc":"2.0","method":"_a"}\n{"jsonrpc":"2.0","method":"_b"}\n'
+    done = subprocess.run(argv, input=lines, capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == lines
+    said = done.stderr.decode()
+    assert "nothing more will be recorded" in said
+    assert "nothing was recorded: 4 frames (128 bytes) crossed unrecorded" in said, said
+    assert "Traceback" not in said

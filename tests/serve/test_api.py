@@ -122,6 +122,9 @@ def test_rows_collapse_a_chunk_run_and_filter(served: Served) -> None:
     assert located["index"] == 1
     assert get(served, "api/connections/2/rows", params={"direction": "up"}).status_code == 400
     assert get(served, "api/connections/9/rows").status_code == 404
+    for beyond in (2**63, 2**64, 10**30):  # past what SQLite holds: nothing, not a failure
+        assert get(served, f"api/connections/{beyond}/rows").status_code == 404
+        assert get(served, f"api/connections/2/frames/{beyond}").status_code == 404
 
 
 def test_frame_detail_pair_bytes_descriptions_and_findings(served: Served) -> None:

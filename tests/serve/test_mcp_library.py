@@ -134,7 +134,7 @@ def test_bounds_helpers() -> None:
     assert page["truncated"]
     assert len(orjson.dumps(page)) <= 2000
     assert fit_items({}, "items", items[:3], 2000, lambda i: i["n"])["next"] is None
-    assert cut_text("abcdef", 2, 3) == ("cde", 5)
+    assert cut_text("abcdef", 2, 5) == ("cde", 5)  # five bytes: "cde" with its quotes
     assert cut_text("abcdef", 3, 10) == ("def", None)
 
 
@@ -222,3 +222,18 @@ def test_a_result_still_holding_a_secret_is_withheld(
     assert "withheld" in said
     assert SECRET not in said
     assert SECRET not in str(result.structured_content)
+
+
+@pytest.mark.parametrize("text", ["é" * 5000, "\x01" * 5000, "😀a" * 3000, "plain " * 900])
+def test_cut_text_keeps_each_piece_within_its_bytes_and_loses_nothing(text: str) -> None:
+    from acp_proxy.serve.mcp.bounds import size
+
+    pieces, offset = [], 0
+    while True:
+        piece, following = cut_text(text, offset, 1000)
+        assert size(piece) <= 1000
+        pieces.append(piece)
+        if following is None:
+            break
+        offset = following
+    assert "".join(pieces) == text

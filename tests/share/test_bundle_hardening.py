@@ -231,3 +231,43 @@ def test_a_bundle_after_schemas_fetch_records_their_version_not_their_folder(
     assert check["schemas"] == "@agentclientprotocol/sdk 2.4.0"
     assert b"alice" not in every_byte
     assert str(home).encode() not in every_byte
+
+
+def _compressible_line(mib: int) -> bytes:
+    """``mib`` MiB with no newline that deflate shrinks about a hundredfold (within the ratio
+    bound, so only the line bound can refuse it)."""
+    import random
+
+    letters = random.Random(8)
+    block = bytearray()
+    while len(block) < 1 << 20:
+        block += bytes(letters.choice(b"abcdefghijklmnopqrstuvwxyz") for _ in range(4))
+        block += b"a" * 600
+    return bytes(block[: 1 << 20]) * mib
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_member_of_one_endless_line_is_refused_at_the_line_bound(
+    members: dict[str, bytes], tmp_path: Path
+) -> None:
+    from acp_proxy.store.recording_files import MAX_LINE_BYTES
+
+    frames = _compressible_line((MAX_LINE_BYTES >> 20) + 16)
+    endless = write_zip(
+        tmp_path / "endless.acpbundle", [("manifest.json", members["manifest.json"]),
+                                         ("frames.jsonl", frames)],
+    )  # fmt: skip
+    del frames
+    for reader in (["show"], ["import"], ["redact", "--verify"]):
+        args = [*reader, str(endless)]
+        if reader[0] != "redact":
+            args += ["--db", str(tmp_path / "other.sqlite")]
+        done = measured(tmp_path / "peak", *args)
+        peak = int((tmp_path / "peak").read_text())
+        assert done.returncode == 2, (reader, done.stdout, done.stderr)
+        assert done.stdout == "", reader
+        assert done.stderr.count("\n") == 1, done.stderr
+        assert "frames.jsonl: line 1 is longer than" in done.stderr, done.stderr
+        # the bound and the interpreter, never the whole member
+        assert peak < (MAX_LINE_BYTES >> 10) + (80 << 10), (reader, peak)

@@ -75,3 +75,35 @@ def test_a_value_that_does_not_fit_its_column_is_refused(
         assert message in done.stderr, done.stderr
     # Nothing was imported: the database holds no connection (it was created empty).
     assert sqlite3.connect(target).execute("SELECT count(*) FROM connection").fetchone() == (0,)
+
+
+MEANINGLESS = [
+    ("frame", "direction", "up", 'direction is "up", not c2a, a2c or stderr'),
+    ("frame", "kind", "weird", 'kind is "weird", not a frame kind'),
+    ("frame", "size", -5, "size is -5, less than 0"),
+    ("frame", "size", 3, "size is 3, less than the"),
+    ("frame", "seq", 0, "seq is 0, less than 1"),
+    ("frame", "offset", -1, "offset is -1, less than 0"),
+    ("frame", "bad_json", 2, "bad_json is 2, not 0 or 1"),
+    ("frame", "raw", '{"a":1}\n{"b":2}\n', "raw holds more than one line"),
+    ("header", "version", True, "export format version true is not supported"),
+    ("header", "version", 1.0, "export format version 1.0 is not supported"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("where", "column", "value", "message"), MEANINGLESS)
+def test_a_value_that_fits_its_column_but_means_nothing_is_refused(
+    lines: list[dict[str, Any]], tmp_path: Path, where: str, column: str, value: Any, message: str
+) -> None:
+    from acp_proxy.store.importer import ImportRefused, import_jsonl
+
+    spoiled = [dict(x) for x in lines]
+    if where == "header":
+        spoiled[0] = {**spoiled[0], column: value}
+    else:
+        spoiled[3] = {**spoiled[3], column: value}
+    target = tmp_path / "target.sqlite"
+    with pytest.raises(ImportRefused) as refused:
+        import_jsonl(target, [json.dumps(x).encode() + b"\n" for x in spoiled])
+    assert message in str(refused.value)
+    assert sqlite3.connect(target).execute("SELECT count(*) FROM connection").fetchone() == (0,)

@@ -206,7 +206,15 @@ def test_a_database_that_cannot_be_written_is_searched_as_far_as_it_is_indexed(
 
     indexed, old = tmp_path / "indexed.sqlite", tmp_path / "old.sqlite"
     write_recording(indexed, V1_CONVERSATION)
-    sqlite3.connect(old).execute("PRAGMA user_version = 3").connection.close()
+    from acp_proxy.store.schema import MIGRATIONS, statements
+
+    format_3 = sqlite3.connect(old)  # a recording database from before full-text search
+    for step in MIGRATIONS[:3]:
+        for statement in statements(step):
+            format_3.execute(statement)
+    format_3.execute("PRAGMA user_version = 3")
+    format_3.commit()
+    format_3.close()
 
     def refuse(path: Path, **options: object) -> sqlite3.Connection:
         raise RecordingError(f"cannot open recording database {path}: readonly")

@@ -44,5 +44,6 @@ def write_recording(
         db, NewConnection(["agent"], "/", "test", 1, label=label, started_ns=10**18)
     )
     writer.append(records, facts=observer.facts())
+    writer.done()  # written whole: not live (a row of a live writer cannot be deleted)
     db.close()
     return writer.connection_id

@@ -5,8 +5,8 @@ Rules:
 - A list result (``fit_items``) keeps as many whole items, in order, as fit, and says where
   the next page starts (``next``: the caller's cursor value of the first item left out);
   an item too large alone is cut down by ``shrink`` first.
-- A long text (``cut_text``) is cut at a character offset, and the result says the offset to
-  ask for next.
+- A long text (``cut_text``) is cut by its size as JSON (not its length: a character can take
+  six bytes), at a character offset, and the result says the offset to ask for next.
 - Pure: values in, values out.
 """
 
@@ -66,11 +66,18 @@ def fit_items(
     return out
 
 
-def cut_text(text: str, offset: int, max_chars: int) -> tuple[str, int | None]:
-    """``text[offset:]`` cut to ``max_chars``; and the offset to continue at (None: the end)."""
-    piece = text[offset : offset + max_chars]
-    end = offset + len(piece)
-    return piece, (end if end < len(text) else None)
+def cut_text(text: str, offset: int, max_bytes: int) -> tuple[str, int | None]:
+    """``text[offset:]`` cut so that it takes at most ``max_bytes`` as a JSON string (quotes,
+    escapes and UTF-8 counted: a character can take up to six); and the offset to continue
+    at (None: the end)."""
+    count = min(max_bytes, len(text) - offset)
+    while count > 0 and size(text[offset : offset + count]) > max_bytes:
+        taken = size(text[offset : offset + count])
+        count = min(count - 1, count * max_bytes // taken)
+    if count <= 0 and offset < len(text):
+        count = 1  # always move on, even when one character is wider than the budget
+    end = offset + max(count, 0)
+    return text[offset:end], (end if end < len(text) else None)
 
 
 def shrink_value(value: Any, max_bytes: int) -> Any:

@@ -59,6 +59,17 @@ class Json(Response):
         return orjson.dumps(content, option=orjson.OPT_NON_STR_KEYS, default=str)
 
 
+SQLITE_MAX_INTEGER = 2**63 - 1
+
+
+def _path_id(request: Request, name: str) -> int:
+    """An id from the path: one past what SQLite holds (64 bits) names nothing (404)."""
+    value: int = request.path_params[name]
+    if value > SQLITE_MAX_INTEGER:
+        raise HTTPException(404, f"no such {'connection' if name == 'cid' else 'frame'}")
+    return value
+
+
 def _int(request: Request, name: str, default: int, low: int = 0, high: int = 2**62) -> int:
     value = request.query_params.get(name)
     if value is None or value == "":
@@ -126,8 +137,7 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         return Response(body, media_type=Json.media_type)
 
     def connection_id(request: Request) -> int:
-        value: int = request.path_params["cid"]
-        return value
+        return _path_id(request, "cid")
 
     assets = _assets()
 
@@ -196,14 +206,14 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         return Json({"frames": await threaded(read)})
 
     async def detail(request: Request) -> Response:
-        cid, seq = connection_id(request), request.path_params["seq"]
+        cid, seq = connection_id(request), _path_id(request, "seq")
         found = await threaded(_detail, inspector, cid, seq)
         if found is None:
             raise HTTPException(404, "no such frame")
         return Json(found)
 
     async def raw(request: Request) -> Response:
-        cid, seq = connection_id(request), request.path_params["seq"]
+        cid, seq = connection_id(request), _path_id(request, "seq")
         found = await threaded(lambda: ui_reads.frame(inspector.db.get(), cid, seq))
         if found is None:
             raise HTTPException(404, "no such frame")
