@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 AttributeValue = str | bool | int | float | tuple[str, ...]
 Attributes = dict[str, AttributeValue]
@@ -23,8 +23,10 @@ UNSET, ERROR = "unset", "error"
 MAX_EVENTS = 128
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(NamedTuple):
+    """A span event: a notification of the span it belongs to (one is made per notification,
+    so a tuple)."""
+
     name: str
     time_ns: int
     attributes: Attributes
