@@ -50,6 +50,7 @@ def record_with_tail(db_path: Path, exchange: list[tuple[Direction, bytes]]) -> 
     writer = RecordingWriter.start(db, NewConnection(["agent", "--x"], "/w", "t", 7, label="odd"))
     writer.append(records, [("c2a", 3, 30), ("a2c", 4, 40), ("stderr", 1, 10)], observer.facts())
     writer.update(status="exited", exit_code=0, ended_ns=10**18 + 5)
+    writer.done()  # as a recorder ends: the row no longer names a writing process
     db.close()
     return writer.connection_id
 
