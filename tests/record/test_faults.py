@@ -205,8 +205,9 @@ def test_a_dangling_symlink_as_db_is_refused_and_nothing_is_created(tmp_path: Pa
     )  # fmt: skip
     assert result.returncode == 0  # forwarding is untouched
     assert result.stdout == b'{"a":1}\n'
-    assert result.stderr.count(b"\n") == 1
+    assert result.stderr.count(b"\n") == 2  # the refusal, then what went unrecorded
     assert b"symbolic link to a missing file" in result.stderr
+    assert b"nothing was recorded: 2 frames (16 bytes)" in result.stderr
     assert list(target.parent.iterdir()) == []
 
 
