@@ -54,10 +54,9 @@ CREATE INDEX frame_by_session ON frame(session_id, connection_id, seq)
     WHERE session_id IS NOT NULL;
 """
 
-_SCHEMA_V1 = f"""
-CREATE TABLE connection (
-    id INTEGER PRIMARY KEY,
-    uid TEXT NOT NULL UNIQUE,
+# Format 1's connection columns after the id; format 9 rebuilds the table with them and
+# every later column.
+_CONNECTION_V1_COLUMNS = """    uid TEXT NOT NULL UNIQUE,
     label TEXT,
     status TEXT NOT NULL,
     started_ns INTEGER NOT NULL,
@@ -79,7 +78,12 @@ CREATE TABLE connection (
     bytes_c2a INTEGER NOT NULL DEFAULT 0,
     bytes_a2c INTEGER NOT NULL DEFAULT 0,
     bytes_stderr INTEGER NOT NULL DEFAULT 0,
-    frames_lost INTEGER NOT NULL DEFAULT 0
+    frames_lost INTEGER NOT NULL DEFAULT 0"""
+
+_SCHEMA_V1 = f"""
+CREATE TABLE connection (
+    id INTEGER PRIMARY KEY,
+{_CONNECTION_V1_COLUMNS}
 );
 CREATE TABLE frame {_FRAME_TABLE_V1};
 {_FRAME_INDEXES}"""
@@ -310,29 +314,7 @@ DROP VIEW IF EXISTS prompt_turns;
 DROP VIEW IF EXISTS frame_text;
 CREATE TABLE connection_v9 (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
-    uid TEXT NOT NULL UNIQUE,
-    label TEXT,
-    status TEXT NOT NULL,
-    started_ns INTEGER NOT NULL,
-    ended_ns INTEGER,
-    argv TEXT NOT NULL,
-    cwd TEXT NOT NULL,
-    proxy_version TEXT NOT NULL,
-    proxy_pid INTEGER NOT NULL,
-    agent_pid INTEGER,
-    exit_code INTEGER,
-    exit_signal INTEGER,
-    error TEXT,
-    protocol_version INTEGER,
-    client_info TEXT,
-    agent_info TEXT,
-    frames_c2a INTEGER NOT NULL DEFAULT 0,
-    frames_a2c INTEGER NOT NULL DEFAULT 0,
-    lines_stderr INTEGER NOT NULL DEFAULT 0,
-    bytes_c2a INTEGER NOT NULL DEFAULT 0,
-    bytes_a2c INTEGER NOT NULL DEFAULT 0,
-    bytes_stderr INTEGER NOT NULL DEFAULT 0,
-    frames_lost INTEGER NOT NULL DEFAULT 0,
+{_CONNECTION_V1_COLUMNS},
     otlp_frames_dropped INTEGER NOT NULL DEFAULT 0,
     otlp_spans_dropped INTEGER NOT NULL DEFAULT 0,
     bytes_lost INTEGER NOT NULL DEFAULT 0,
