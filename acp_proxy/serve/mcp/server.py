@@ -23,6 +23,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from acp_proxy import __version__
+from acp_proxy.errors import UnreadableRecording
 from acp_proxy.serve.mcp.library import Library, ToolMistake
 
 INSTRUCTIONS = """\
@@ -90,7 +91,7 @@ def build_server(library: Library) -> MCPServer:
                 return library.verified(work())
             with library.lock:
                 return library.verified(work())
-        except ToolMistake as error:
+        except (ToolMistake, UnreadableRecording) as error:  # a damaged file: said, not a crash
             raise ToolError(str(error)) from error
 
     def tool(title: str) -> Callable[[Callable[..., Result]], Callable[..., Result]]:

@@ -313,7 +313,10 @@ class Inspector:
         def run() -> None:
             _lower_priority()
             while True:
-                found = self.findings(connection_id)
+                try:
+                    found = self.findings(connection_id)
+                except AcpProxyError:  # a damaged recording: the findings request says it
+                    return
                 if found["complete"] and found["finished"]:
                     return
                 # Between steps the requests have the interpreter to themselves for a moment.
