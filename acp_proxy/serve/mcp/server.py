@@ -40,7 +40,7 @@ first place two recordings diverge.
 
 A ref is a recording id (from list_recordings), a label, a session id, or "last". Frames are
 numbered by seq within a recording. Results are bounded: when a result has "next", pass that
-value back (as before_id, after_seq, after or offset, as its hint says) for the next page.
+value back (as before, after_seq, after or offset, as its hint says) for the next page.
 {redaction}"""
 
 REDACTED = (
@@ -106,11 +106,13 @@ def build_server(library: Library) -> MCPServer:
             str | None, Field(description="running, exited, spawn_failed ...")
         ] = None,
         limit: Limit = 20,
-        before_id: Annotated[int | None, Field(description="Page: older than this id.")] = None,
+        before: Annotated[
+            str | None, Field(description="Page: recordings older than this (a result's next).")
+        ] = None,
     ) -> Result:
-        """Recorded conversations, newest first: id, label, start, agent, client, frames,
-        prompt turns, error responses, how the agent ended."""
-        return call(lambda: library.list_recordings(since, label, agent, status, limit, before_id))
+        """Recorded conversations, newest first (by start): id, label, start, agent, client,
+        frames, prompt turns, error responses, how the agent ended."""
+        return call(lambda: library.list_recordings(since, label, agent, status, limit, before))
 
     @tool("Summary of a recording")
     def recording_summary(ref: Ref = "last") -> Result:
