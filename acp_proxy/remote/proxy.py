@@ -52,6 +52,8 @@ Scope = dict[str, Any]
 MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_BUFFERED_BYTES = 8 * 1024 * 1024
 BODY_EXCERPT_BYTES = 4096
+# Body pieces that waited for a client are sent joined, up to about this many bytes a write.
+_JOINED_BYTES = 1024 * 1024
 # JSON-RPC's "server error" range: the proxy's own answers.
 PROXY_ERROR_CODE = -32000
 _JSON = [(b"content-type", b"application/json")]
@@ -98,7 +100,10 @@ def _excerpt(body: bytes) -> str | None:
 
 
 class _Outbox:
-    """What waits to be sent to one client, bounded in bytes; sent in order by ``run``."""
+    """What waits to be sent to one client, bounded in bytes; sent in order by ``run``.
+
+    An item is an ASGI message, or ``bytes``: a piece of an answer body (``more_body``).
+    """
 
     def __init__(self, bound: int) -> None:
         self._items: deque[Any] = deque()
@@ -119,10 +124,22 @@ class _Outbox:
         self._ready.set()
 
     async def run(self, send: Callable[[Any], Awaitable[None]]) -> None:
+        items = self._items
         while True:
             await self._ready.wait()
-            while self._items:
-                item, size = self._items.popleft()
+            while items:
+                item, size = items.popleft()
+                if isinstance(item, bytes) and items and isinstance(items[0][0], bytes):
+                    # Body chunks that waited for the client go in one write: the same bytes
+                    # in fewer, larger pieces (chunk boundaries are the hop's, not the body's).
+                    parts = [item]
+                    while items and isinstance(items[0][0], bytes) and size < _JOINED_BYTES:
+                        more, more_size = items.popleft()
+                        parts.append(more)
+                        size += more_size
+                    item = b"".join(parts)
+                if isinstance(item, bytes):
+                    item = {"type": "http.response.body", "body": item, "more_body": True}
                 await send(item)
                 self._bytes -= size
             if self._ended:
@@ -357,15 +374,13 @@ class ReverseProxy:
 
         async def from_upstream() -> None:
             async for chunk in response.chunks():
-                events = reader.feed(chunk)
-                if events:
-                    datas = [event.data for event in events]
+                datas = reader.feed_data(chunk)
+                if datas:
                     await self.feeder.messages(key, A2C, datas, exchange, stream)
                 # Reads and sends that never wait (a fast upstream, a client that is gone)
                 # would otherwise keep every other connection, and the disconnect, waiting.
                 await asyncio.sleep(0)
-                outbox.put({"type": "http.response.body", "body": chunk, "more_body": True},
-                           len(chunk))  # fmt: skip
+                outbox.put(chunk, len(chunk))
             outbox.put({"type": "http.response.body", "body": b"", "more_body": False}, 0)
             outbox.end()
 
