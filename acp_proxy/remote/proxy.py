@@ -22,9 +22,12 @@ Rules:
   has an answer before its cause.
 - Faults never stop the listener: an unreachable upstream gives the client a 502 whose body
   is one JSON-RPC error line (said once on stderr per outage); a client that goes away ends
-  its exchange (recorded with why); a client that reads an event stream or a WebSocket too
-  slowly has at most ``max_buffered`` bytes waiting for it, then the proxy ends the recorded
-  connection (``dropped``, with why), ends the stream and tells the upstream (``DELETE``).
+  its exchange (recorded with why). A client that reads an event stream or a WebSocket more
+  slowly than the upstream sends has at most ``max_buffered`` bytes waiting for it: past that
+  the proxy reads no more from the upstream until the client has taken half of them (the
+  upstream is held back as the client would hold it back without the proxy). A client that
+  takes nothing for ``client_stall`` seconds meanwhile is ended: the recorded connection is
+  ``dropped`` with why, the stream ends and the upstream is told (``DELETE``).
 """
 
 from __future__ import annotations
@@ -51,9 +54,10 @@ Scope = dict[str, Any]
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_BUFFERED_BYTES = 8 * 1024 * 1024
+CLIENT_STALL_SECONDS = 30.0
 BODY_EXCERPT_BYTES = 4096
 # Body pieces that waited for a client are sent joined, up to about this many bytes a write.
-_JOINED_BYTES = 1024 * 1024
+_JOINED_BYTES = 256 * 1024
 # JSON-RPC's "server error" range: the proxy's own answers.
 PROXY_ERROR_CODE = -32000
 _JSON = [(b"content-type", b"application/json")]
@@ -66,6 +70,7 @@ class ProxyOptions:
     record_credentials: bool = False
     max_body: int = MAX_BODY_BYTES
     max_buffered: int = MAX_BUFFERED_BYTES
+    client_stall: float = CLIENT_STALL_SECONDS
 
 
 class _TooSlow(Exception):
@@ -102,22 +107,38 @@ def _excerpt(body: bytes) -> str | None:
 class _Outbox:
     """What waits to be sent to one client, bounded in bytes; sent in order by ``run``.
 
-    An item is an ASGI message, or ``bytes``: a piece of an answer body (``more_body``).
+    An item is an ASGI message, or ``bytes``: a piece of an answer body (``more_body``). The
+    reader puts an item, then awaits ``room``: past ``bound`` bytes that waits until the
+    client has taken half of them, and raises ``_TooSlow`` when it takes nothing for
+    ``stall`` seconds meanwhile.
     """
 
-    def __init__(self, bound: int) -> None:
+    def __init__(self, bound: int, stall: float) -> None:
         self._items: deque[Any] = deque()
         self._bytes = 0
         self._bound = bound
+        self._stall = stall
         self._ready = asyncio.Event()
+        self._drained = asyncio.Event()
+        self._sent = 0  # items the client has taken
         self._ended = False
 
     def put(self, item: Any, size: int) -> None:
         self._items.append((item, size))
         self._bytes += size
         self._ready.set()
-        if self._bytes > self._bound:
-            raise _TooSlow(f"more than {self._bound} bytes waited for it")
+
+    async def room(self) -> None:
+        while self._bytes > self._bound:
+            sent = self._sent
+            self._drained.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._drained.wait(), self._stall)
+            if self._sent == sent:
+                raise _TooSlow(
+                    f"it took nothing for {self._stall:g} s while more than {self._bound} "
+                    "bytes waited for it"
+                )
 
     def end(self) -> None:
         self._ended = True
@@ -133,7 +154,9 @@ class _Outbox:
                     # Body chunks that waited for the client go in one write: the same bytes
                     # in fewer, larger pieces (chunk boundaries are the hop's, not the body's).
                     parts = [item]
-                    while items and isinstance(items[0][0], bytes) and size < _JOINED_BYTES:
+                    while (
+                        items and isinstance(items[0][0], bytes) and size < _JOINED_BYTES
+                    ):
                         more, more_size = items.popleft()
                         parts.append(more)
                         size += more_size
@@ -142,6 +165,9 @@ class _Outbox:
                     item = {"type": "http.response.body", "body": item, "more_body": True}
                 await send(item)
                 self._bytes -= size
+                self._sent += 1
+                if self._bytes <= self._bound // 2:
+                    self._drained.set()
             if self._ended:
                 return
             self._ready.clear()
@@ -370,7 +396,7 @@ class ReverseProxy:
     ) -> None:  # fmt: skip
         key = connection.key
         reader = SseReader(max_line=self.options.max_body)
-        outbox = _Outbox(self.options.max_buffered)
+        outbox = _Outbox(self.options.max_buffered, self.options.client_stall)
 
         async def from_upstream() -> None:
             async for chunk in response.chunks():
@@ -381,6 +407,7 @@ class ReverseProxy:
                 # would otherwise keep every other connection, and the disconnect, waiting.
                 await asyncio.sleep(0)
                 outbox.put(chunk, len(chunk))
+                await outbox.room()
             outbox.put({"type": "http.response.body", "body": b"", "more_body": False}, 0)
             outbox.end()
 
@@ -502,7 +529,7 @@ class ReverseProxy:
             key, exchange, status=101, answered_ns=wall_ns(),
             response_headers=self._recordable(answer_headers),
         )  # fmt: skip
-        outbox = _Outbox(self.options.max_buffered)
+        outbox = _Outbox(self.options.max_buffered, self.options.client_stall)
         ended: dict[str, Any] = {}
 
         async def from_client() -> None:
@@ -530,9 +557,11 @@ class ReverseProxy:
                         raw = message.encode()
                         await self.feeder.message(key, A2C, raw, exchange, "websocket")
                         outbox.put({"type": "websocket.send", "text": message}, len(raw))
+                        await outbox.room()
                     else:
                         await self.feeder.message(key, A2C, message, exchange, "websocket")
                         outbox.put({"type": "websocket.send", "bytes": message}, len(message))
+                        await outbox.room()
             except ConnectionClosed:
                 pass
             ended.setdefault("by", "upstream")

@@ -41,8 +41,9 @@ def _rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
 def _flood_server(log: Path, events: int, size: int) -> Iterator[str]:
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, str(TOOLS / "flood_server.py"), str(port), str(log), str(events),
-         str(size)], env=env(), stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [sys.executable, str(TOOLS / "remote_agent.py"), str(port), "--log", str(log),
+         "--flood", str(events), str(size)], env=env(), stdin=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
         wait_for_port(port, process)
