@@ -18,6 +18,10 @@ Rules:
   are forwarded and recorded too (as frames the observer calls unparseable).
 - Headers: end-to-end headers pass both ways unchanged, hop-by-hop ones are handled per hop
   (remote/headers.py). Credentials are recorded as null unless ``record_credentials``.
+- A Streamable HTTP connection with no request in flight and no event stream open for
+  ``idle_timeout`` seconds (0: never) is taken for one whose client went away without
+  ``DELETE``: the proxy records it ``dropped`` with why, says so once on stderr and tells the
+  upstream (``DELETE``). A WebSocket connection ends with its socket.
 - Each message is recorded before it is forwarded (remote/recording.py): the timeline never
   has an answer before its cause.
 - Faults never stop the listener: an unreachable upstream gives the client a 502 whose body
@@ -55,6 +59,7 @@ Scope = dict[str, Any]
 MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_BUFFERED_BYTES = 8 * 1024 * 1024
 CLIENT_STALL_SECONDS = 30.0
+IDLE_TIMEOUT_SECONDS = 300.0
 BODY_EXCERPT_BYTES = 4096
 # Body pieces that waited for a client are sent joined, up to about this many bytes a write.
 _JOINED_BYTES = 256 * 1024
@@ -71,6 +76,7 @@ class ProxyOptions:
     max_body: int = MAX_BODY_BYTES
     max_buffered: int = MAX_BUFFERED_BYTES
     client_stall: float = CLIENT_STALL_SECONDS
+    idle_timeout: float = IDLE_TIMEOUT_SECONDS
 
 
 class _TooSlow(Exception):
@@ -84,6 +90,8 @@ class _Connection:
         self.key = key
         self.remote_id = remote_id
         self.closed = False
+        self.requests = 0  # its requests in flight (an open event stream is one)
+        self.idle: asyncio.TimerHandle | None = None
 
 
 def _json_rpc_error(request_body: bytes, message: str) -> bytes:
@@ -154,9 +162,7 @@ class _Outbox:
                     # Body chunks that waited for the client go in one write: the same bytes
                     # in fewer, larger pieces (chunk boundaries are the hop's, not the body's).
                     parts = [item]
-                    while (
-                        items and isinstance(items[0][0], bytes) and size < _JOINED_BYTES
-                    ):
+                    while items and isinstance(items[0][0], bytes) and size < _JOINED_BYTES:
                         more, more_size = items.popleft()
                         parts.append(more)
                         size += more_size
@@ -187,6 +193,7 @@ class ReverseProxy:
         self._open: dict[int, _Connection] = {}
         self._upstream_down = False
         self._said: set[str] = set()
+        self._background: set[asyncio.Future[None]] = set()
 
     # --- ASGI ---------------------------------------------------------------------------
 
@@ -224,10 +231,51 @@ class ReverseProxy:
         if connection.closed:
             return
         connection.closed = True
+        if connection.idle is not None:
+            connection.idle.cancel()
         self._open.pop(connection.key, None)
         if connection.remote_id is not None and self._by_id.get(connection.remote_id) is connection:
             del self._by_id[connection.remote_id]
         self.feeder.close(connection.key, status, error)
+
+    # --- idle Streamable HTTP connections ----------------------------------------------
+
+    def _busy(self, connection: _Connection) -> None:
+        connection.requests += 1
+        if connection.idle is not None:
+            connection.idle.cancel()
+            connection.idle = None
+
+    def _rested(self, connection: _Connection) -> None:
+        """One of its requests is over: with none left, the idle clock starts."""
+        connection.requests -= 1
+        timeout = self.options.idle_timeout
+        if connection.requests or connection.closed or connection.remote_id is None:
+            return
+        if timeout > 0:
+            loop = asyncio.get_running_loop()
+            connection.idle = loop.call_later(timeout, self._reap, connection)
+
+    def _reap(self, connection: _Connection) -> None:
+        """A connection without a request or an event stream for ``idle_timeout``: its client
+        went away without ``DELETE``. End it here and at the upstream."""
+        connection.idle = None
+        if connection.closed or connection.requests:
+            return
+        timeout = self.options.idle_timeout
+        self._say_once(
+            "idle",
+            f"ended a connection idle for {timeout:g} s (no request, no event stream open: "
+            "--idle-timeout); each one ended so is recorded with why",
+        )
+        self._end(
+            connection, "dropped",
+            f"idle for {timeout:g} s (no request, no event stream open): the proxy ended the "
+            "connection and told the upstream (DELETE)",
+        )  # fmt: skip
+        task = asyncio.ensure_future(self._delete_upstream(connection))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _new_connection(self, transport: str, scope: Scope, remote_id: str | None) -> _Connection:
         client = scope.get("client")
@@ -267,6 +315,20 @@ class ReverseProxy:
         new = connection is None
         if connection is None:
             connection = self._new_connection("http", scope, remote_id)
+        self._busy(connection)
+        try:
+            await self._exchange(
+                connection, new, scope, method, target, headers, body, too_long, remote_id,
+                session_id, stream, send, receive,
+            )  # fmt: skip
+        finally:
+            self._rested(connection)
+
+    async def _exchange(
+        self, connection: _Connection, new: bool, scope: Scope, method: str, target: str,
+        headers: list[tuple[bytes, bytes]], body: bytes, too_long: bool, remote_id: str | None,
+        session_id: str | None, stream: str, send: Send, receive: Receive,
+    ) -> None:  # fmt: skip
         key = connection.key
         exchange = self.feeder.exchange(
             key, method=method, target=target, http_version=scope.get("http_version"),

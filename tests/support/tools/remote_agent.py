@@ -95,8 +95,9 @@ async def app(scope: Scope, receive: Any, send: Any) -> None:
             _streams[connection] = asyncio.Queue()
             answer = json.dumps({"jsonrpc": "2.0", "id": request.get("id"),
                                  "result": {"protocolVersion": 1}}).encode()  # fmt: skip
-            await _status(send, 200, [(b"content-type", b"application/json"),
-                                      (b"acp-connection-id", connection.encode())], answer)  # fmt: skip
+            headers_out = [(b"content-type", b"application/json"),
+                           (b"acp-connection-id", connection.encode())]  # fmt: skip
+            await _status(send, 200, headers_out, answer)
             return
         queue = _streams.get(connection)
         await _status(send, 202 if queue is not None or _options.flood else 404)
