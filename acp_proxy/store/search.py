@@ -41,7 +41,7 @@ import re2
 
 from acp_proxy.errors import RecordingError
 from acp_proxy.store.database import connect, write_transaction
-from acp_proxy.store.frame_types import Layout
+from acp_proxy.store.frame_types import Layout, require_typed
 from acp_proxy.store.readers import DIRECTIONS, open_for_reading
 from acp_proxy.store.search_index import index_frames
 from acp_proxy.store.snippet import json_snippet, phrase_pattern
@@ -113,10 +113,13 @@ def index_state(db: sqlite3.Connection) -> IndexState:
     ).fetchall()
     state = IndexState(0)
     for connection_id, indexed in rows:
-        behind = db.execute(
-            "SELECT count(*) FROM frame WHERE connection_id = ? AND seq > ?",
+        behind, mistyped = db.execute(
+            "SELECT count(*), coalesce(sum(typeof(seq) != 'integer'), 0) FROM frame "
+            "WHERE connection_id = ? AND seq > ?",
             (connection_id, indexed),
-        ).fetchone()[0]
+        ).fetchone()
+        if mistyped:  # said before anything is said about indexing
+            require_typed(db, connection_id, ["seq"])
         if behind:
             state.pending += int(behind)
             state.connections.append(int(connection_id))

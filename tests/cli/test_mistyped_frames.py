@@ -52,10 +52,10 @@ def _run(db_path: Path, args: list[str], capfd: pytest.CaptureFixture[str]) -> t
     capfd.readouterr()
     args = [str(db_path.with_suffix(".acpbundle")) if a == "OUT" else a for a in args]
     result = CliRunner().invoke(cli, [*args, "--db", str(db_path)])
-    said = capfd.readouterr().err
+    said = capfd.readouterr().err + result.stderr  # our lines, and click's (a progress bar)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
-    return result.exit_code, result.output, said
+    return result.exit_code, result.stdout, said
 
 
 def _refused(code: int, said: str, column: str, where: str) -> bool:
