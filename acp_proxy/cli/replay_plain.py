@@ -128,7 +128,32 @@ def serve_one(
 
 def replay_early(args: Sequence[str], db: str | None, ref: str, record: bool) -> NoReturn:
     """``replay [--db DB] [--record] REF`` with every other option at its default (``args``:
-    the whole command line, for the command line to take over a cassette); exits."""
+    the whole command line, for the command line to take over a cassette); exits.
+
+    Errors end it as the command line ends a command (cli/main.py): a REF or file that cannot
+    be used, or a SQLite error met reading it, in one line and exit 2; any other of ours in one
+    line and exit 1.
+    """
+    from acp_proxy.errors import BadReference
+    from acp_proxy.store.failures import unreadable
+
+    try:
+        _replay_early(args, db, ref, record)
+    except BadReference as error:
+        report(str(error))
+        sys.exit(EXIT_USAGE)
+    except AcpProxyError as error:
+        report(str(error))
+        sys.exit(1)  # as the command line ends any other error of ours
+    except Exception as error:
+        damaged = unreadable(error)
+        if damaged is None:
+            raise
+        report(str(damaged))
+        sys.exit(EXIT_USAGE)
+
+
+def _replay_early(args: Sequence[str], db: str | None, ref: str, record: bool) -> NoReturn:
     from acp_proxy.paths import default_db_path
     from acp_proxy.replay.engine import Options
     from acp_proxy.replay.match import Matcher

@@ -18,6 +18,7 @@ from mcp import Client, StdioServerParameters
 
 from tests.support.fixtures_acp import V1_CONVERSATION
 from tests.support.helpers import tamper_frame, write_recording
+from tests.support.polling import until
 from tests.support.ui_server import Served
 
 pytestmark = pytest.mark.timeout(120)
@@ -50,6 +51,19 @@ def _databases(tmp_path: Path, tampering: tuple[int, str, str]) -> tuple[Path, P
     return clean, tampered
 
 
+def _settled(served: Served, endpoint: str) -> httpx.Response:
+    """The endpoint's answer; the findings once the background check has read every frame
+    (or failed), so that two servers are compared at the same point."""
+
+    def answer() -> httpx.Response | None:
+        got = httpx.get(served.url + endpoint, timeout=30)
+        if "findings" in endpoint and got.status_code == 200 and not got.json()["complete"]:
+            return None
+        return got
+
+    return until(answer, f"{endpoint} settled")
+
+
 def _names_the_column(said: str, column: str) -> bool:
     return f"holds {column} = " in said and "changed by something other than acp-proxy" in said
 
@@ -62,7 +76,7 @@ def test_every_endpoint_answers_as_on_the_clean_file_or_names_the_column(
     served: list[Served] = [serve_ui("--db", str(clean)), serve_ui("--db", str(tampered))]
     refused = 0
     for endpoint in ENDPOINTS:
-        expected, got = (httpx.get(s.url + endpoint, timeout=30) for s in served)
+        expected, got = (_settled(s, endpoint) for s in served)
         if got.status_code == 500:
             assert _names_the_column(got.json()["error"], tampering[1]), (endpoint, got.text)
             refused += 1
