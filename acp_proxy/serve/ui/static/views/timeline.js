@@ -225,7 +225,11 @@ export function timelineView(root) {
     render();
   });
   const start = async () => {
-    const [got] = await Promise.all([api(`connections/${cid}/rows`, { ...where, offset: 0, limit: PAGE }), state.overviewReady]);
+    list.loading.add(0);  // a render meanwhile does not ask for the first page again
+    let got;
+    try {
+      [got] = await Promise.all([api(`connections/${cid}/rows`, { ...where, offset: 0, limit: PAGE }), state.overviewReady]);
+    } finally { list.loading.delete(0); }
     if (!alive) return;
     accept(got);
     list.store(0, got.rows);
