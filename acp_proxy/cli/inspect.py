@@ -216,7 +216,10 @@ def show_command(
 
     Each line: seq, seconds since the first frame, direction (c2a client to agent, a2c agent
     to client, err agent stderr), kind, method, JSON-RPC id, update kind, stop reason, the
-    latency of a response, and a preview. Lines stream as they are read; on a terminal they
+    latency of a response, and a preview; a remote connection's frames also say, after the
+    direction, which stream carried them (`post#3 202`: the body of HTTP exchange 3, a POST
+    answered 202; `answer#1 200`, `conn-sse#2`, `sess-sse#4`, `ws#1`; see docs/remote.md).
+    Lines stream as they are read; on a terminal they
     are cut to its width and long output goes through $PAGER. Nothing matched: "no frames
     matched" on stderr (exit status 0).
 

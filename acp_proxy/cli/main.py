@@ -183,6 +183,40 @@ def main() -> None:
     """
 
 
+def _with_listen(name: str, help_text: str, **settings: Any) -> click.Option:
+    """An option of ``record --listen`` alone (a usage error without it)."""
+    if "is_flag" not in settings:
+        settings.setdefault("type", click.Path(exists=True, dir_okay=False))
+        settings.setdefault("metavar", "FILE")
+    return click.Option([name], help=f"With --listen: {help_text}", **settings)
+
+
+# record --listen's own options, declared once: ``_listen_options`` adds them to ``record``,
+# ``record`` refuses each without --listen, and ``_listen`` takes their values by name.
+_LISTEN_ONLY = (
+    _with_listen("--upstream", "the remote agent's endpoint, e.g. http://127.0.0.1:8000/acp "
+                 "(https is verified against the system's CAs or --upstream-ca).",
+                 type=None, metavar="URL"),
+    _with_listen("--upstream-ca", "verify an https upstream against the CA certificates in "
+                 "FILE (PEM) instead of the system's."),
+    _with_listen("--cert", "serve TLS (https, h2, wss) with this certificate chain (PEM); "
+                 "needs --key."),
+    _with_listen("--key", "the private key (PEM) of --cert."),
+    _with_listen("--record-credentials", "also record the values of Authorization, Cookie "
+                 "and other credential headers (never recorded otherwise: the recording shows "
+                 "only that they were there). Bundles and redacted exports still remove them.",
+                 is_flag=True),
+)  # fmt: skip
+
+
+def _listen_options(function: F) -> F:
+    """Add ``_LISTEN_ONLY`` where this decorator stands, in their order."""
+    params = getattr(function, "__click_params__", [])
+    params.extend(reversed(_LISTEN_ONLY))  # click reverses the decorators' list
+    function.__click_params__ = params  # type: ignore[attr-defined]
+    return function
+
+
 @main.command(
     context_settings={"allow_interspersed_args": False},
 )
@@ -242,39 +276,7 @@ def main() -> None:
     "0 picks a free one, said on stderr) and record every connection. Needs --upstream and the "
     "`remote` extra. See docs/remote.md.",
 )
-@click.option(
-    "--upstream",
-    metavar="URL",
-    help="With --listen: the remote agent's endpoint, e.g. http://127.0.0.1:8000/acp "
-    "(https is verified against the system's CAs or --upstream-ca).",
-)
-@click.option(
-    "--upstream-ca",
-    type=click.Path(exists=True, dir_okay=False),
-    metavar="FILE",
-    help="With --listen: verify an https upstream against the CA certificates in FILE (PEM) "
-    "instead of the system's.",
-)
-@click.option(
-    "--cert",
-    type=click.Path(exists=True, dir_okay=False),
-    metavar="FILE",
-    help="With --listen: serve TLS (https, h2, wss) with this certificate chain (PEM); needs "
-    "--key.",
-)
-@click.option(
-    "--key",
-    type=click.Path(exists=True, dir_okay=False),
-    metavar="FILE",
-    help="With --listen: the private key (PEM) of --cert.",
-)
-@click.option(
-    "--record-credentials",
-    is_flag=True,
-    help="With --listen: also record the values of Authorization, Cookie and other credential "
-    "headers (never recorded otherwise: the recording shows only that they were there). "
-    "Bundles and redacted exports still remove them.",
-)
+@_listen_options
 @click.option(
     "--connect",
     metavar="URL",
@@ -302,14 +304,10 @@ def record(
     max_recorder_wait: float,
     ui: bool,
     listen: str | None,
-    upstream: str | None,
-    upstream_ca: str | None,
-    cert: str | None,
-    key: str | None,
-    record_credentials: bool,
     connect: str | None,
     headers: tuple[str, ...],
     agent_command: tuple[str, ...],
+    **listening: Any,
 ) -> None:
     """Run AGENT_COMMAND behind the proxy and record the conversation.
 
@@ -342,15 +340,12 @@ def record(
         if connect is not None or headers:
             raise click.UsageError("--listen and --connect do not go together")
         sys.exit(_listen(
-            listen, upstream, resolve_db(db), label=label, check=check, otlp=otlp,
+            listen, resolve_db(db), listening, label=label, check=check, otlp=otlp,
             otlp_content=otlp_content, max_recorder_wait=max_recorder_wait, ui=ui,
-            upstream_ca=upstream_ca, cert=cert, key=key, record_credentials=record_credentials,
         ))  # fmt: skip
-    for name, value in (("--upstream", upstream), ("--upstream-ca", upstream_ca),
-                        ("--cert", cert), ("--key", key),
-                        ("--record-credentials", record_credentials or None)):  # fmt: skip
-        if value is not None:
-            raise click.UsageError(f"{name} needs --listen")
+    for option in _LISTEN_ONLY:
+        if listening[option.name or ""] not in (None, False):
+            raise click.UsageError(f"{option.opts[0]} needs --listen")
     if connect is not None or headers:
         _record_bridge(
             db, label, grace, check, otlp, otlp_content, max_recorder_wait, ui, connect,
@@ -369,16 +364,17 @@ def record(
 
 
 def _listen(
-    listen: str, upstream: str | None, db_path: Path, *, label: str | None, check: bool,
+    listen: str, db_path: Path, listening: dict[str, Any], *, label: str | None, check: bool,
     otlp: str | None, otlp_content: bool, max_recorder_wait: float, ui: bool,
-    upstream_ca: str | None, cert: str | None, key: str | None, record_credentials: bool,
 ) -> int:  # fmt: skip
-    """``record --listen``: check the command line, then serve (remote/serve.py)."""
+    """``record --listen``: check the command line, then serve (remote/serve.py).
+    ``listening``: the values of ``_LISTEN_ONLY``, by name."""
     from acp_proxy.remote import missing_extra
 
+    upstream = listening["upstream"]
     if upstream is None:
         raise click.UsageError("--listen needs --upstream URL (the remote agent's endpoint)")
-    if (cert is None) != (key is None):
+    if (listening["cert"] is None) != (listening["key"] is None):
         raise click.UsageError("--cert and --key go together")
     missing = missing_extra()
     if missing is not None:
@@ -396,11 +392,9 @@ def _listen(
     from acp_proxy.cli.sinks import recorder_sinks
 
     options = ListenOptions(
-        listen, upstream, db_path, label=label, check=check, sinks=recorder_sinks,
+        listen=listen, db_path=db_path, label=label, check=check, sinks=recorder_sinks,
         otlp=None if otlp is None else {"endpoint": otlp or None, "content": otlp_content},
-        max_recorder_wait=max_recorder_wait,
-        upstream_ca=upstream_ca, cert=cert, key=key, record_credentials=record_credentials,
-        ui=ui,
+        max_recorder_wait=max_recorder_wait, ui=ui, **listening,
     )  # fmt: skip
     try:
         return run(options, report)

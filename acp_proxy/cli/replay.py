@@ -97,7 +97,8 @@ def parse_timing(text: str) -> float | None:
     help="Leave this out when matching client messages, e.g. '$.params.mcpServers' "
     "(repeatable).",
 )  # fmt: skip
-@click.option("--record", is_flag=True, help="Record the replay itself in the database.")
+@click.option("--record", is_flag=True, help="Record the replay itself in the database (with "
+              "--listen: every connection it serves, as record --listen records one).")  # fmt: skip
 @click.option(
     "--to-agent", is_flag=True, help="Act as the recorded client instead, for the agent started "
     "by AGENT_COMMAND (after --): exits 1 when it diverges from the recording.",
@@ -145,10 +146,11 @@ def replay_command(
     with the agent after --, caught up with what the client was told.
 
     With --listen HOST:PORT it serves remote clients instead, each connection a replay of its
-    own; it exits 1 if any diverged (or none came), when SIGINT or SIGTERM stops it.
+    own; it exits 1 if any diverged (or none came), when SIGINT or SIGTERM stops it. With
+    --record each connection it serves is recorded in --db, exchanges and streams included.
     """
-    if listen is not None and (to_agent or go_live or record or agent_command):
-        raise click.UsageError("--listen takes no agent command, --to-agent, --go-live or --record")
+    if listen is not None and (to_agent or go_live or agent_command):
+        raise click.UsageError("--listen takes no agent command, --to-agent or --go-live")
     if go_live and (to_agent or not agent_command):
         raise click.UsageError("--go-live needs the agent command after -- (and no --to-agent)")
     if to_agent or (agent_command and not go_live):
@@ -195,7 +197,8 @@ def replay_command(
     scripts = [script for script, _ in loaded]
     what = loaded[0][1]
     if listen is not None:
-        _listen(listen, scripts, what if len(scripts) == 1 else ref, matcher, options)
+        shown = what if len(scripts) == 1 else ref
+        _listen(listen, scripts, shown, matcher, options, db_path if record else None)
     if len(scripts) > 1 or go_live:
         what = f"{ref}" if len(scripts) > 1 else what
         live = agent_command if go_live else None
@@ -216,9 +219,11 @@ def replay_command(
 
 
 def _listen(
-    listen: str, scripts: list[Script], what: str, matcher: Matcher, options: Options
-) -> None:
-    """``--listen``: serve the recording to remote clients until a signal; exits."""
+    listen: str, scripts: list[Script], what: str, matcher: Matcher, options: Options,
+    record_to: Path | None,
+) -> None:  # fmt: skip
+    """``--listen``: serve the recording to remote clients until a signal, recording each
+    connection into ``record_to`` when given (through the listener's hub); exits."""
     from acp_proxy.remote import missing_extra
     from acp_proxy.remote.listen_address import (
         AddressError,
@@ -238,15 +243,28 @@ def _listen(
     except AddressError as error:
         report(str(error))
         sys.exit(EXIT_USAGE)
+    recording = None
+    if record_to is not None:  # forked before the event loop, as record --listen does
+        from acp_proxy.record.defaults import DEFAULT_MAX_WAIT
+        from acp_proxy.record.hub import RecordingHub
+        from acp_proxy.remote.replay_recording import ReplayRecording
+
+        hub = RecordingHub.start(record_to, report, close_in_child=[sock.fileno()])
+        argv = ["acp-proxy", *sys.argv[1:]]
+        recording = ReplayRecording(hub, DEFAULT_MAX_WAIT, argv, endpoint_url(sock))
     from acp_proxy.remote.replay_listen import listener_for
     from acp_proxy.remote.replay_server import serve
 
-    listener = listener_for(scripts, what, matcher, options, report)
+    listener = listener_for(scripts, what, matcher, options, report, recording)
     if not is_loopback(host):
         report(f"warning: listening on {host}, not loopback: anyone who reaches it is served")
     report(f"listening on {endpoint_url(sock)}")
-    serve(listener, sock)
-    sys.exit(EXIT_DIVERGED if listener.diverged else 0)
+    try:
+        serve(listener, sock)
+    finally:
+        outcome = None if recording is None else recording.hub.finish()
+    failed = outcome in ("failed", "died")
+    sys.exit(EXIT_DIVERGED if listener.diverged or failed else 0)
 
 
 def _script(source: Path, ref: str, session: str | None, matcher: Matcher) -> tuple[Script, str]:

@@ -21,6 +21,7 @@ from acp_proxy.errors import UnknownRecording
 from acp_proxy.protocol.decode import column_value
 from acp_proxy.protocol.latency import Call
 from acp_proxy.store.database import connect
+from acp_proxy.store.remote import REMOTE_FORMAT, carriers
 from acp_proxy.store.values import ConnectionRow, FrameRow
 
 BATCH = 256
@@ -35,7 +36,6 @@ _CONNECTION_COLUMNS = (
 )
 _REMOTE_COLUMNS = "transport, remote_url, client_address"  # format 8
 _NO_REMOTE_COLUMNS = "'stdio', NULL, NULL"  # an older format, read without migrating
-REMOTE_FORMAT = 8
 
 
 def _connection_columns(db: sqlite3.Connection) -> str:
@@ -168,10 +168,27 @@ class FrameFilter:
         return "".join(f" AND {c}" for c in clauses), values
 
 
-def _frame(row: tuple[Any, ...]) -> FrameRow:
+def _frame(row: tuple[Any, ...], carried: dict[int, Any] | None = None) -> FrameRow:
     flags = tuple(name for name, on in zip(FLAG_COLUMNS, row[18:], strict=True) if on)
     make: Any = FrameRow  # the first 18 columns are its fields, in order
-    return make(*row[:18], flags=flags)  # type: ignore[no-any-return]
+    carrier = None if carried is None else carried.get(row[0])
+    return make(*row[:18], flags=flags, carrier=carrier)  # type: ignore[no-any-return]
+
+
+def _is_remote(db: sqlite3.Connection, connection_id: int) -> bool:
+    if db.execute("PRAGMA user_version").fetchone()[0] < REMOTE_FORMAT:
+        return False
+    row = db.execute("SELECT transport FROM connection WHERE id = ?", (connection_id,))
+    found = row.fetchone()
+    return found is not None and found[0] in ("http", "websocket")
+
+
+def _with_carriers(
+    db: sqlite3.Connection, connection_id: int, rows: list[Any], remote: bool
+) -> Iterator[FrameRow]:
+    """``rows`` as frames; a remote connection's with how each crossed (store/remote.py)."""
+    carried = carriers(db, connection_id, rows[0][0], rows[-1][0]) if remote and rows else None
+    return (_frame(r, carried) for r in rows)
 
 
 def frames(
@@ -184,10 +201,12 @@ def frames(
     newest: bool = False,
     until_seq: int | None = None,
 ) -> Iterator[FrameRow]:
-    """Frames of one connection in ``seq`` order, streamed (``newest``: the last ``limit``).
+    """Frames of one connection in ``seq`` order, streamed (``newest``: the last ``limit``);
+    a remote connection's carry their ``carrier``.
 
     ``after_seq`` is exclusive, ``until_seq`` inclusive.
     """
+    remote = _is_remote(db, connection_id)
     clauses, values = (where or FrameFilter()).where()
     if until_seq is not None:
         clauses += " AND f.seq <= ?"
@@ -198,10 +217,10 @@ def frames(
         (connection_id, after_seq, *values, -1 if limit is None else limit),
     )
     if newest:
-        yield from reversed([_frame(r) for r in cursor.fetchall()])
+        yield from _with_carriers(db, connection_id, cursor.fetchall()[::-1], remote)
         return
     while rows := cursor.fetchmany(BATCH):
-        yield from (_frame(r) for r in rows)
+        yield from _with_carriers(db, connection_id, rows, remote)
 
 
 def last_seq(db: sqlite3.Connection, connection_id: int) -> int:

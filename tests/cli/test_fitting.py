@@ -8,14 +8,9 @@ named by its script, not by its interpreter.
 
 from __future__ import annotations
 
-import fcntl
-import os
-import pty
 import re
-import struct
 import subprocess
 import sys
-import termios
 import unicodedata
 from pathlib import Path
 
@@ -25,6 +20,7 @@ from acp_proxy.store.database import connect
 from acp_proxy.store.writer import NewConnection, RecordingWriter
 from tests.support.fixtures_acp import update
 from tests.support.helpers import A2C, C2A, line, observe_all
+from tests.support.terminal import on_pty
 
 COLUMNS = 80
 WIDE_TEXT = "日本語のテキストは一文字が二列を占める" * 4  # each character takes two columns
@@ -65,32 +61,10 @@ def columns(text: str) -> int:
 
 def on_terminal(*args: str, pager: str) -> list[str]:
     """The lines a command shows on an 80-column pty, through ``pager`` (empty: none)."""
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, COLUMNS, 0, 0))
-    environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "acp_proxy", *args], stdin=subprocess.DEVNULL,
-            stdout=follower, stderr=subprocess.DEVNULL, timeout=30, check=False,
-            env={**environ, "PAGER": pager, "NO_COLOR": ""},
-        )  # fmt: skip
-        os.close(follower)
-        follower = -1
-        output = b""
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # EIO: the other side is closed and drained
-                break
-            if not chunk:
-                break
-            output += chunk
-    finally:
-        os.close(leader)
-        if follower >= 0:
-            os.close(follower)
-    assert done.returncode == 0, output
-    return SGR.sub("", output.decode()).replace("\r\n", "\n").splitlines()
+    env = {"COLUMNS": None, "LINES": None, "PAGER": pager, "NO_COLOR": ""}
+    done = on_pty(*args, env=env, columns=COLUMNS)
+    assert done.returncode == 0, done.output
+    return SGR.sub("", done.output.decode()).replace("\r\n", "\n").splitlines()
 
 
 @pytest.mark.parametrize("pager", ["cat", ""], ids=["paged", "not paged"])

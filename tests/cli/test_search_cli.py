@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from acp_proxy.store.writer import NewConnection, RecordingWriter
 from tests.support.cli import run
 from tests.support.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
 from tests.support.helpers import A2C, C2A, line, write_recording
+from tests.support.polling import until
 
 FAKE_AGENT = str(Path(__file__).parents[1] / "support" / "agents" / "fake_agent.py")
 
@@ -40,11 +40,8 @@ def test_finds_a_frame_recorded_a_moment_ago(db_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     # The recorder process indexes once the proxy has been told everything is committed.
     db = connect(db_path)
-    deadline = time.monotonic() + 20
     query = "SELECT indexed_seq FROM search_progress WHERE connection_id = 1"
-    while db.execute(query).fetchone() != (2,):
-        assert time.monotonic() < deadline, "the recorder did not index its frames"
-        time.sleep(0.02)
+    until(lambda: db.execute(query).fetchone() == (2,), "the recorder indexing its frames")
     result = run(db_path, "search", "Flux Capacitor")
     assert result.stdout.splitlines() == [
         f"1:{seq}: {way} x/y  " + '{"jsonrpc":"2.0","id":1,"method":"x/y","params":'

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import signal
-import struct
 import subprocess
 import sys
-import termios
 from pathlib import Path
 
 import pytest
@@ -21,6 +18,7 @@ from acp_proxy.store.database import connect
 from acp_proxy.store.writer import NewConnection, RecordingWriter
 from tests.support.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
 from tests.support.helpers import observe_all, write_recording
+from tests.support.terminal import on_pty
 
 SGR = re.compile(rb"\x1b\[[0-9;]*m")
 DEADLINE = 20.0
@@ -33,28 +31,10 @@ def _environ(**extra: str) -> dict[str, str]:
 
 def under_pty(args: list[str], columns: int, **extra: str) -> bytes:
     """Run ``acp-proxy ARGS`` with stdout on a pty ``columns`` wide; what it wrote there."""
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
-    attributes = termios.tcgetattr(slave)
-    attributes[1] &= ~termios.ONLCR  # keep b"\n" as written
-    termios.tcsetattr(slave, termios.TCSANOW, attributes)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "acp_proxy", *args], stdin=subprocess.DEVNULL, stdout=slave,
-        stderr=subprocess.DEVNULL, env=_environ(**extra),
-    )  # fmt: skip
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: every writer of the pty has gone
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(master)
-    assert process.wait(timeout=DEADLINE) == 0
-    return b"".join(chunks)
+    env = {"COLUMNS": None, "NO_COLOR": None, "PAGER": None, "TERM": "xterm", **extra}
+    done = on_pty(*args, env=env, columns=columns, keep_newlines=True, timeout=DEADLINE)
+    assert done.returncode == 0
+    return done.output
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from acp_proxy.store.database import connect
 from tests.support.cli import run
 from tests.support.fixtures_acp import V1_CONVERSATION
 from tests.support.helpers import write_recording
+from tests.support.polling import until
 
 DAY_NS = 86400 * 10**9
 
@@ -113,10 +114,7 @@ def test_prune_and_delete_never_touch_a_live_connection(db_path: Path) -> None:
         [*argv, "--", *agent], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL
     ) as record:
         assert record.stdin is not None
-        deadline = time.monotonic() + 30
-        while len(_ids(db_path)) < 2:
-            assert time.monotonic() < deadline, "the live connection never appeared"
-            time.sleep(0.02)
+        until(lambda: len(_ids(db_path)) >= 2, "the live connection", 30)
         live = _ids(db_path)[1]
         result = run(db_path, "prune", "--older-than", "0s")
         assert result.output.startswith(f"deleted 1 connection ({finished})")
@@ -128,10 +126,9 @@ def test_prune_and_delete_never_touch_a_live_connection(db_path: Path) -> None:
         assert record.wait(timeout=30) == 0
     assert _count(db_path, "frame") == 1
     # Its recorder may still be indexing after the proxy exited: live until it says it is done.
-    deadline = time.monotonic() + 30
-    while tidy.candidates(connect(db_path, create=False))[0].recorder_pid is not None:
-        assert time.monotonic() < deadline, "the recorder never finished"
-        time.sleep(0.02)
+    candidates = tidy.candidates
+    until(lambda: candidates(connect(db_path, create=False))[0].recorder_pid is None,
+          "the recorder's end", 30)  # fmt: skip
     run(db_path, "delete", "live")
     assert _ids(db_path) == []
 

@@ -9,8 +9,6 @@ real pty, and exported as Markdown rendered by a CommonMark renderer (markdown-i
 from __future__ import annotations
 
 import contextlib
-import os
-import pty
 import re
 import subprocess
 import sys
@@ -23,6 +21,7 @@ from markdown_it import MarkdownIt
 
 from tests.support.fixtures_acp import update
 from tests.support.helpers import A2C, C2A, ERR, line, write_recording
+from tests.support.terminal import on_pty
 
 OSC52 = "\x1b]52;c;cHduZWQ=\x07"
 TITLE = "\x1b]0;pwned\x07"
@@ -71,32 +70,12 @@ def hostile(db_path: Path) -> Path:
     return db_path
 
 
-def on_pty(*args: str) -> bytes:
+def on_terminal(*args: str) -> bytes:
     """What a command writes to a terminal (stdout and stderr both on one pty)."""
-    leader, follower = pty.openpty()
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "acp_proxy", *args], stdin=subprocess.DEVNULL,
-            stdout=follower, stderr=follower, timeout=30, check=False,
-            env={**os.environ, "PAGER": "", "COLUMNS": "1000"},  # whole lines, no pager waiting
-        )  # fmt: skip
-        os.close(follower)
-        follower = -1
-        output = b""
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # EIO: the terminal's other side is closed and drained
-                break
-            if not chunk:
-                break
-            output += chunk
-    finally:
-        os.close(leader)
-        if follower >= 0:
-            os.close(follower)
-    assert done.returncode in (0, 1), output
-    return output.replace(b"\r\n", b"\n")
+    env = {"PAGER": "", "COLUMNS": "1000"}  # whole lines, no pager waiting
+    done = on_pty(*args, env=env, stderr_too=True)
+    assert done.returncode in (0, 1), done.output
+    return done.output.replace(b"\r\n", b"\n")
 
 
 def unsafe(output: bytes) -> list[bytes]:
@@ -113,7 +92,7 @@ def unsafe(output: bytes) -> list[bytes]:
     ids=" ".join,
 )  # fmt: skip
 def test_recorded_escapes_never_reach_the_terminal(hostile: Path, command: list[str]) -> None:
-    output = on_pty(*command, "--db", str(hostile))
+    output = on_terminal(*command, "--db", str(hostile))
     assert output.strip()
     assert unsafe(output) == []
     if command[0] in ("show", "tail") and "--json" not in command:
@@ -147,7 +126,7 @@ LABEL = f"label{TITLE}{OSC52}{CLEAR}\u0085{BIDI}"
     ids=" ".join,
 )  # fmt: skip
 def test_no_command_writes_recorded_controls_raw(ended_hostile: Path, command: list[str]) -> None:
-    output = on_pty(*command, "--db", str(ended_hostile))
+    output = on_terminal(*command, "--db", str(ended_hostile))
     assert output.strip()
     assert unsafe(output) == []
 
@@ -164,7 +143,7 @@ def test_a_label_from_an_imported_export_stays_visible(ended_hostile: Path, tmp_
         [sys.executable, "-m", "acp_proxy", "import", str(exported), "--db", str(imported)],
         capture_output=True, timeout=30, check=True,
     )  # fmt: skip
-    output = on_pty("delete", "last", "--dry-run", "--db", str(imported))
+    output = on_terminal("delete", "last", "--dry-run", "--db", str(imported))
     assert b"would delete" in output
     assert unsafe(output) == []
     assert b"\\x1b]52;c;cHduZWQ=\\x07" in output  # shown, visibly
@@ -199,7 +178,7 @@ def test_a_shared_label_and_json_stay_exact(hostile: Path) -> None:
     """--json keeps every value (the escapes are JSON's own, read back as the characters)."""
     import json
 
-    output = on_pty("show", "--json", "--db", str(hostile))
+    output = on_terminal("show", "--json", "--db", str(hostile))
     records = [json.loads(x) for x in output.decode().splitlines()]
     assert records[2]["text"] == f"stderr line {EVIL}\n"
     assert records[0]["message"]["params"]["clientInfo"]["name"] == f"client{EVIL}"

@@ -21,6 +21,7 @@ from acp_proxy.otel.live import LiveExport
 from acp_proxy.otel.span_values import ConnectionInfo
 from tests.support import otlp_receiver
 from tests.support.helpers import A2C, C2A, line, observe_all
+from tests.support.polling import until
 
 UID = "00112233445566778899aabbccddeeff"
 
@@ -87,9 +88,8 @@ def test_a_full_queue_drops_whole_batches_without_waiting_and_says_so_once(
         began = time.perf_counter()
         live.committed(1, records[start : start + 2])
         slowest = max(slowest, time.perf_counter() - began)
-        if start == 0:
-            slow_receiver.wait_for(0)
-            time.sleep(0.3)  # let the exporter take the first batch and sit in its slow send
+        if start == 0:  # the exporter has taken the first batch and sits in its slow send
+            until(lambda: slow_receiver.headers, "the exporter's first send")
     live.close()
     assert slowest < 0.05, f"committed() waited {slowest:.3f}s"
     assert live.frames_dropped > 0

@@ -2,7 +2,7 @@
 
     python -m tests.perf.bench_check [--frames 100000] [--repeat 5] [--schemas DIR]
 
-It builds, before any timing, the conversation of tests/perf/test_check_perf.py (a busy v2
+It builds, before any timing, the conversation of tests/perf/busy_recording.py (a busy v2
 agent: prompt turns with tool calls, plans and long runs of message chunks) and the records the
 recorder would store for it, then times ``Checker.observe`` over every record plus
 ``finish()``, in CPU time of this process (``time.process_time``), which a busy machine disturbs

@@ -4,10 +4,11 @@ Not collected by pytest. Run it from the repository root:
 
     .venv/bin/python -m tests.perf.bench_redact [--frames 100000] [--secrets]
 
-The recording is test_check_perf's busy v2 conversation (prompt turns, tool calls, plans, long
-runs of agent message chunks). ``--secrets`` puts an API key, an e-mail address and a home path
-in every prompt and tool call, so about a tenth of the frames change. Prints the seconds spent
-producing the verified, redacted JSONL export (redaction and the verify pass over every line).
+The recording is tests/perf/busy_recording.py's busy v2 conversation (prompt turns, tool calls,
+plans, long runs of agent message chunks). ``--secrets`` puts an API key, an e-mail address
+and a home path in every prompt and tool call, so about a tenth of the frames change. Prints
+the seconds spent producing the verified, redacted JSONL export (redaction and the verify pass
+over every line).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from acp_proxy.share.redact import Redactor
 from acp_proxy.share.redaction_io import finder_for, redacted_export
 from acp_proxy.share.verify import Verifier
 from acp_proxy.store import readers as store_read
-from tests.perf import test_check_perf
+from tests.perf.busy_recording import build
 from tests.support.fixtures_checks import turn
 
 
@@ -34,7 +35,6 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=100_000)
     parser.add_argument("--secrets", action="store_true")
     options = parser.parse_args()
-    test_check_perf.FRAMES = options.frames
     make_turn: Callable[[int], list[Any]] = turn
     if options.secrets:
 
@@ -48,7 +48,7 @@ def main() -> None:
         make_turn = seeded
     with tempfile.TemporaryDirectory() as folder:
         db_path = Path(folder) / "bench.sqlite"
-        frames = test_check_perf.build(db_path, make_turn)
+        frames = build(db_path, options.frames, make_turn)
         db = store_read.open_for_reading(db_path)
         env = {"HOME": "/home/alice", "USER": "alice", "MY_API_TOKEN": "not-in-the-recording"}
         finder = finder_for({**os.environ, **env})

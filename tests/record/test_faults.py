@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from acp_proxy.store.database import BUSY_TIMEOUT_MS, connect
+from tests.support.polling import until
 from tests.support.processes import exists
 from tests.support.proxy import FAKE_AGENT, proxy_argv, start
 
@@ -307,10 +308,7 @@ def test_a_recorder_that_dies_leaves_its_connection_marked_incomplete(db_path: P
     proxy.stdin.write(first)
     proxy.stdin.flush()
     _read_all(proxy.stdout.fileno(), first, 10)
-    deadline = time.monotonic() + 20
-    while not _frames_stored(db_path):  # the row and the first frame are committed
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    until(lambda: _frames_stored(db_path), "the row and the first frame committed")
     os.kill(_recorder_pid(proxy), signal.SIGKILL)
     proxy.stdin.close()
     assert proxy.wait(timeout=30) == 0
@@ -333,10 +331,7 @@ def test_a_recording_whose_proxy_was_killed_stays_live_while_its_recorder_writes
     lines = _payload(tmp_path / "payload.bin", 6000)  # more than the tap holds
     proxy = start(proxy_argv(db_path, "emit", str(tmp_path / "payload.bin")))
     assert proxy.stdout is not None
-    deadline = time.monotonic() + 60
-    while not _frames_stored(db_path):  # the row and the first frames are committed
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    until(lambda: _frames_stored(db_path), "the row and the first frames committed", 60)
     recorder = _recorder_pid(proxy)
     os.kill(recorder, signal.SIGSTOP)  # behind: everything else still to commit
     # and a busy neighbour from now on: the recorder (in the idle class) catches up slowly
@@ -360,10 +355,7 @@ def test_a_recording_whose_proxy_was_killed_stays_live_while_its_recorder_writes
             assert "Traceback" not in done.stderr
         assert sqlite3.connect(db_path).execute("SELECT id FROM connection").fetchall() == [(1,)]
         os.kill(recorder, signal.SIGCONT)
-        deadline = time.monotonic() + 120
-        while exists(recorder):
-            assert time.monotonic() < deadline, "the recorder never finished"
-            time.sleep(0.05)
+        until(lambda: not exists(recorder), "the recorder's end", 120, every=0.05)
     finally:
         neighbour.kill()
         neighbour.wait()

@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-import time
 from pathlib import Path
 
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.record.chunk_queue import ChunkQueue
 from acp_proxy.record.recorder import Recorder
 from acp_proxy.store.writer import NewConnection
+from tests.support.polling import until
 
 
 def _line(n: int) -> bytes:
@@ -37,10 +37,8 @@ def test_frames_are_indexed_when_the_traffic_pauses(tmp_path: Path) -> None:
     try:
         for n in range(50):
             queue.put(Direction.AGENT_TO_CLIENT, n, _line(n))
-        deadline = time.monotonic() + 20
-        while _indexed(db_path) < 50:  # the queue is open: only a pause can have indexed them
-            assert time.monotonic() < deadline, "nothing indexed while the traffic paused"
-            time.sleep(0.02)
+        # The queue is open: only a pause can have indexed them.
+        until(lambda: _indexed(db_path) >= 50, "the frames indexed while the traffic paused")
         queue.put(Direction.AGENT_TO_CLIENT, 50, _line(50))
     finally:
         queue.close()

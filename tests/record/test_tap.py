@@ -7,6 +7,8 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -15,6 +17,7 @@ from hypothesis import strategies as st
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.record import tap
 from acp_proxy.record.tap import CHUNK, CONFIG, MAX_CHUNK, UPDATE, Channel, Message, TapReader
+from tests.support.polling import until
 
 DIRECTIONS = list(Direction)
 
@@ -57,12 +60,32 @@ def _pair(ring: bool) -> tuple[tap.Tap, Collector]:
     return writer, Collector(reader)
 
 
-def _wait_until_asleep(writer: tap.Tap, timeout: float = 10.0) -> None:
+def _wait_until_asleep(writer: tap.Tap) -> None:
     """Until the reader says, in the shared control words, that it sleeps on the wake pipe."""
-    deadline = time.monotonic() + timeout
-    while not writer._words[tap._SLEEPING]:  # polls the state itself, as the writer reads it
-        assert time.monotonic() < deadline, "the reader never went to sleep"
-        time.sleep(0.001)
+    until(
+        lambda: writer._words[tap._SLEEPING], "the reader going to sleep"
+    )  # as the writer reads it
+
+
+class _Looks:
+    """What the reader and the writers of this process do between two looks: each wait the
+    reader begins (how long it means to wait) and each wake-up a writer sends."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.waits: list[float] = []
+        self.wakes = 0
+        wait, wake = TapReader._wait, tap.Tap._wake
+
+        def counted_wait(reader: TapReader, poller: Any, seconds: float) -> bool:
+            self.waits.append(seconds)
+            return wait(reader, poller, seconds)
+
+        def counted_wake(writer: tap.Tap) -> None:
+            self.wakes += 1
+            wake(writer)
+
+        monkeypatch.setattr(TapReader, "_wait", counted_wait)
+        monkeypatch.setattr(tap.Tap, "_wake", counted_wake)
 
 
 def _chunks(messages: list[Message]) -> dict[Direction, bytes]:
@@ -162,18 +185,16 @@ def test_a_burst_wakes_a_reader_between_two_looks(monkeypatch: pytest.MonkeyPatc
     # the ring past half must wake it, or the rest of the burst would find the ring full.
     monkeypatch.setattr(tap, "ACTIVE_POLL_SECONDS", 60.0)
     monkeypatch.setattr(tap, "IDLE_SECONDS", 600.0)
+    looks = _Looks(monkeypatch)
     writer, collector = _pair(True)
-    time.sleep(0.1)  # the reader has looked once and waits for its next look
+    until(lambda: looks.waits, "the reader's first look")  # it found nothing and waits
     record = tap.HEADER.size + 65536
     crossing = SMALL_RING // 2 // record + 1  # the record that fills the ring past half
     for number in range(crossing + 2):
         writer.put(Direction.AGENT_TO_CLIENT, number, b"x" * 65536)
-    deadline = time.monotonic() + 10
-    while len(collector.messages) < crossing and time.monotonic() < deadline:
-        time.sleep(0.01)
-    # Woken at the crossing, it has read at least that far (records published after it wait
-    # for the next look: 2 ms in real use, never here).
-    assert len(collector.messages) >= crossing, "the reader was not woken at half full"
+    # Woken at the crossing, it reads at least that far (records published after it wait for
+    # the next look: 2 ms in real use, never here).
+    until(lambda: len(collector.messages) >= crossing, "the reader woken at half full")
     assert writer.full_waits == 0
     writer.close()
     assert len(collector.join()) == crossing + 2
@@ -187,30 +208,29 @@ def test_a_trickle_is_looked_at_slowly_and_a_stream_at_once(
     monkeypatch.setattr(tap, "TRICKLE_POLL_SECONDS", 60.0)  # a slow look: never in time here
     monkeypatch.setattr(tap, "ACTIVE_POLL_SECONDS", 0.002)
     monkeypatch.setattr(tap, "IDLE_SECONDS", 600.0)
+    looks = _Looks(monkeypatch)
     writer, collector = _pair(True)
     writer.put(Direction.AGENT_TO_CLIENT, 1, b"first\n")  # taken at the first, active, look
     assert collector.arrived.wait(10)
-    time.sleep(0.05)  # the look found a trickle: the next one is a slow one
+    # The look found a trickle: the reader's next wait is a slow one ...
+    until(lambda: looks.waits and looks.waits[-1] == 60.0, "a slow look after a trickle")
+    wakes = looks.wakes
     writer.put(Direction.AGENT_TO_CLIENT, 2, b"second\n")
-    time.sleep(0.3)
-    assert len(collector.messages) == 1, "a trickle was looked at at the active pace"
+    # ... and a small record does not wake it: it stays for the next slow look.
+    assert looks.wakes == wakes, "a trickle woke the reader"
+    assert len(collector.messages) == 1
     # A stream begins: a writer wakes the reader once a stream's worth of bytes waits (well
     # before half the ring), and the reader takes everything in order.
     burst = 64 * 1024
     for number in range(3, 3 + tap.STREAM_LOOK_BYTES // burst + 1):
         writer.put(Direction.AGENT_TO_CLIENT, number, b"x" * burst)
     assert tap.STREAM_LOOK_BYTES + burst < SMALL_RING // 2
-    deadline = time.monotonic() + 10
-    while len(collector.messages) < 3 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    until(lambda: len(collector.messages) >= 3, "the stream taken")
     assert [m[2] for m in collector.messages[:3]] == [1, 2, 3]
     # A stream found at that look keeps the reader at the active pace.
     before = len(collector.messages)
     writer.put(Direction.AGENT_TO_CLIENT, 99, b"y" * burst)
-    deadline = time.monotonic() + 2
-    while len(collector.messages) == before and time.monotonic() < deadline:
-        time.sleep(0.005)
-    assert len(collector.messages) > before, "a stream was looked at at the trickle pace"
+    until(lambda: len(collector.messages) > before, "a stream looked at at the active pace", 2)
     writer.close()
     collector.join()
 
@@ -271,11 +291,13 @@ def test_a_writer_that_finds_the_ring_empty_goes_back_to_its_start() -> None:
     assert channel.shared is not None
     collector = Collector(reader)
     payload = b"z" * 65536
+
+    def taken(count: int) -> Callable[[], bool]:
+        return lambda: len(collector.messages) >= count
+
     for number in range(300):  # 20 MB, each chunk taken before the next is written
         writer.put(Direction.AGENT_TO_CLIENT, number, payload)
-        deadline = time.monotonic() + 10
-        while len(collector.messages) <= number and time.monotonic() < deadline:
-            time.sleep(0.0005)
+        until(taken(number + 1), "the chunk taken", 10, every=0.0005)
     writer.close()
     assert [m[3] for m in collector.join()] == [payload] * 300
     ring = channel.shared[-SMALL_RING:]  # the data area, after the control words
@@ -293,12 +315,19 @@ def test_views_in_a_batch_stay_intact_until_the_next_batch_is_asked_for() -> Non
             writer.put(Direction.AGENT_TO_CLIENT, number, payload)
         writer.close()
 
+    def waited_since(waits: int) -> Callable[[], bool]:
+        return lambda: writer.full_waits > waits or not thread.is_alive()
+
     thread = threading.Thread(target=write)
     thread.start()
     received = []
+    released = 0  # the writer's waits for room when the last batch went back to it
     for batch in reader.batches():
-        time.sleep(0.005)  # the writer is waiting for room meanwhile, and must not take it
+        # Held until the writer waits for room again (or has written everything): the room of
+        # this batch is what it waits for, and it must not take it.
+        until(waited_since(released), "the writer waiting for room")
         received += [(number, bytes(payload)) for _, _, number, payload in batch]
+        released = writer.full_waits
     thread.join()
     assert received == list(enumerate(payloads))
     assert writer.full_waits > 0  # the writer did run into the batches being held

@@ -33,6 +33,12 @@ def _record(tmp_path: Path, *args: str, code: int = 2) -> str:
             "give no agent command",
         ),
         (["--upstream", "http://x/acp", "--", "agent"], "--upstream needs --listen"),
+        (["--record-credentials", "--", "agent"], "--record-credentials needs --listen"),
+        (["--key", __file__, "--", "agent"], "--key needs --listen"),
+        (
+            ["--listen", "127.0.0.1:0", "--upstream", "http://x/acp", "--cert", __file__],
+            "--cert and --key go together",
+        ),
         (
             ["--listen", "127.0.0.1:0", "--upstream", "http://x/acp", "--connect", "http://y/acp"],
             "--listen and --connect do not go together",

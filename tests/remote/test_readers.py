@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.support.cli import run
+from tests.support.helpers import A2C, C2A
 from tests.support.remote_recordings import exchange, http_exchanges, http_frames, write_remote
 
 TOKEN = "sk-live-abcdefghijklmnopqrstuvwxyz0123456789"
@@ -62,8 +63,73 @@ def test_ls_says_how_a_connection_was_carried(remote_db: Path) -> None:
 
 def test_show_reads_whole_messages(remote_db: Path) -> None:
     shown = run(remote_db, "show", "--no-pager", "remote").output
-    assert "a2c notification session/update agent_message_chunk hello" in shown
+    assert "a2c sess-sse#4     notification session/update agent_message_chunk hello" in shown
     assert shown.count("\n") == 7
+
+
+def after_time(line: str) -> str:
+    """A frame line without its seq and time."""
+    return line.split(None, 2)[2]
+
+
+# Per frame of http_frames(): the stream that carried it, the exchange, the status where it
+# tells something (a POST's; an event stream's 200 goes without saying).
+CARRIED = [
+    "c2a post#1 200     request      initialize",
+    "a2c answer#1 200   response     initialize",
+    "c2a post#3 202     request      session/new",
+    "a2c conn-sse#2     response     session/new",
+    "c2a post#5 202     request      session/prompt",
+    "a2c sess-sse#4     notification session/update",
+    "a2c sess-sse#4     response     session/prompt",
+]
+
+
+def test_show_and_tail_say_which_stream_carried_each_frame(remote_db: Path) -> None:
+    lines = run(remote_db, "show", "--no-pager", "remote").output.splitlines()
+    assert [after_time(line)[: len(want)] for line, want in zip(lines, CARRIED, strict=True)] == (
+        CARRIED
+    )
+    tailed = run(remote_db, "tail", "-n", "2", "remote").output.splitlines()
+    assert tailed == lines[-2:]
+    records = [json.loads(x) for x in run(remote_db, "show", "--format", "json").output.split()]
+    carried = [(r["stream"], r["exchange"], r["http_method"], r["http_status"]) for r in records]
+    assert carried == [
+        ("post", 1, "POST", 200), ("post_answer", 1, "POST", 200), ("post", 3, "POST", 202),
+        ("connection_sse", 2, "GET", 200), ("post", 5, "POST", 202),
+        ("session_sse", 4, "GET", 200), ("session_sse", 4, "GET", 200),
+    ]  # fmt: skip
+
+
+def test_a_websocket_frame_and_a_refused_stream_say_so(tmp_path: Path) -> None:
+    db = tmp_path / "ws.sqlite"
+    from tests.support.remote_recordings import INIT, INIT_OK
+
+    frames = [(C2A, INIT.rstrip(), 1, "websocket"), (A2C, INIT_OK.rstrip(), 1, "websocket")]
+    write_remote(db, "websocket", [exchange(1, "GET", "websocket", 101)], frames)
+    lines = run(db, "show", "--no-pager").output.splitlines()
+    assert [after_time(line)[:28] for line in lines] == [
+        "c2a ws#1           request  ", "a2c ws#1           response ",
+    ]  # fmt: skip
+    db2 = tmp_path / "odd.sqlite"  # an event stream answered 207: the status is worth saying
+    write_remote(db2, "http", [exchange(1, "GET", "session_sse", 207)],
+                 [(A2C, INIT_OK.rstrip(), 1, "session_sse")])  # fmt: skip
+    assert "a2c sess-sse#1 207 response" in run(db2, "show", "--no-pager").output
+
+
+def test_a_stdio_recording_shows_as_before(tmp_path: Path) -> None:
+    from tests.support.helpers import write_recording
+    from tests.support.remote_recordings import INIT, INIT_OK
+
+    db = tmp_path / "stdio.sqlite"
+    write_recording(db, [(C2A, INIT), (A2C, INIT_OK)])
+    lines = run(db, "show", "--no-pager").output.splitlines()
+    assert [after_time(line) for line in lines] == [
+        'c2a request      initialize [0] {"protocolVersion":1}',
+        'a2c response     initialize [0] 1.0 ms {"protocolVersion":1}',
+    ]
+    records = [json.loads(x) for x in run(db, "show", "--format", "json").output.split()]
+    assert all(not {"stream", "exchange", "http_status"} & set(r) for r in records)
 
 
 def test_an_export_carries_the_transport_and_imports_back_exactly(

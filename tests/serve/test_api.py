@@ -155,6 +155,22 @@ def test_frame_detail_pair_bytes_descriptions_and_findings(served: Served) -> No
     assert any(f["rule"] for f in get(served, "api/connections/2/frames/1").json()["findings"])
 
 
+def test_a_remote_frame_detail_says_which_stream_carried_it(db_path: Path, serve_ui: Any) -> None:
+    from tests.support.remote_recordings import http_exchanges, http_frames, write_remote
+
+    write_remote(db_path, "http", http_exchanges(), http_frames())
+    write_recording(db_path, CHUNKED, label="stdio")
+    served: Served = serve_ui("--db", str(db_path))
+    carried = [get(served, f"api/connections/1/frames/{seq}").json()["carrier"] for seq in (3, 6)]
+    assert carried == [
+        {"stream": "post", "exchange": 3, "status": 202,
+         "text": "HTTP POST body, exchange 3, status 202"},
+        {"stream": "session_sse", "exchange": 4, "status": 200,
+         "text": "session SSE stream, exchange 4"},
+    ]  # fmt: skip
+    assert "carrier" not in get(served, "api/connections/2/frames/1").json()
+
+
 def test_frame_detail_of_json_nested_without_limit(db_path: Path, serve_ui: Any) -> None:
     nested = "[" * 5000 + '"deep"' + "]" * 5000
     deep = f'{{"jsonrpc":"2.0","method":"x/deep","params":{{"v":{nested}}}}}\n'.encode()

@@ -12,14 +12,12 @@ import contextlib
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.support.polling import until
 
 WAIT_S = 20
-POLL_S = 0.01
 RUN_S = 60
 
 
@@ -43,11 +41,7 @@ def acp_proxy(
 
 def wait_for_pid(pidfile: Path) -> int:
     """The pid a process wrote to ``pidfile`` (whole: it is renamed into place)."""
-    deadline = time.monotonic() + WAIT_S
-    while not pidfile.exists():
-        if time.monotonic() > deadline:
-            pytest.fail(f"no pid in {pidfile} after {WAIT_S}s")
-        time.sleep(POLL_S)
+    until(pidfile.exists, f"a pid in {pidfile}", WAIT_S)
     return int(pidfile.read_text())
 
 
@@ -65,8 +59,4 @@ def exists(pid: int) -> bool:
 
 def assert_gone(pid: int) -> None:
     """``pid`` is gone now, or within moments (the kernel reaps a re-parented process)."""
-    deadline = time.monotonic() + WAIT_S
-    while exists(pid):
-        if time.monotonic() > deadline:
-            pytest.fail(f"process {pid} still runs")
-        time.sleep(POLL_S)
+    until(lambda: not exists(pid), f"the end of process {pid}", WAIT_S)

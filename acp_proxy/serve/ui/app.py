@@ -42,6 +42,7 @@ from acp_proxy.serve.ui.state import Inspector
 from acp_proxy.store import readers as store_read
 from acp_proxy.store import ui_reads
 from acp_proxy.store.readers import FrameFilter
+from acp_proxy.store.remote import carriers
 
 STATIC = Path(__file__).parent / "static"
 MAX_LIMIT = 2000
@@ -383,6 +384,12 @@ def _detail(inspector: Inspector, cid: int, seq: int) -> dict[str, Any] | None:
         "frame": present.frame_summary(found), "segments": present.segments(shown),
         "truncated": len(raw) - len(shown), "json": value,
     }  # fmt: skip
+    carrier = carriers(db, cid, seq, seq).get(seq)  # a remote frame: which stream carried it
+    if carrier is not None:
+        out["carrier"] = {
+            "stream": carrier.stream, "exchange": carrier.exchange, "status": carrier.status,
+            "text": words.carrier_words(carrier),
+        }  # fmt: skip
     if found["kind"] == "request":
         answer = inspector.answer(cid, seq)
         if answer is not None:
