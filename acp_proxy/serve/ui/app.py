@@ -481,9 +481,11 @@ def _latency(inspector: Inspector, cid: int) -> dict[str, Any]:
 
     db = inspector.db.get()
     methods = [m.as_record() for m in by_method(store_read.calls(db, cid))]
-    view = inspector.transcript(cid)
+    # The turns need the transcript of every frame: a long recording's is read on in the
+    # background, and the page asks again while ``turns_complete`` is false.
+    view, complete = inspector.transcript_so_far(cid)
     turns = [turn_record(t) for s in view.sessions for t in s.turns]
-    return {"methods": methods, "turns": turns}
+    return {"methods": methods, "turns": turns, "turns_complete": complete}
 
 
 def _session_info(inspector: Inspector, cid: int) -> dict[str, Any]:

@@ -389,6 +389,18 @@ class Inspector:
             self._apply(state, connection_id, None)
             return self._view(state)
 
+    def transcript_so_far(self, connection_id: int) -> tuple[Any, bool]:
+        """The transcript model's view as far as it is read after at most
+        ``TRANSCRIPT_BUDGET_S`` more of reading, and whether every frame committed so far is
+        in (the rest is read in the background, as for the conversation)."""
+        state = self._conversation(connection_id)
+        with state.lock:
+            complete = self._apply(state, connection_id, TRANSCRIPT_BUDGET_S)
+            view = self._view(state)
+        if not complete:
+            self._finish_transcript(connection_id)
+        return view, complete
+
     def _view(self, state: _Conversation) -> Any:
         if state.view is None or state.view[0] != state.applied_seq:
             state.view = (state.applied_seq, state.transcript.view())
