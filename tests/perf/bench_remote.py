@@ -491,10 +491,13 @@ def otlp_report(repeats: list[dict[str, Any]], args: argparse.Namespace) -> list
         shown = name.replace("updates", f"{args.updates:,} updates").replace(
             "concurrent connections", f"{args.connections} x {args.per_connection:,} updates"
         )
+        digits = 0 if "(us)" in name else 2
         lines.append(
-            f"| {shown} | {median(d):.1f} | {median(p):.1f} | {median(o):.1f} | "
-            f"{median(ratios):.2f}x |"
+            f"| {shown} | {median(d):.{digits}f} | {median(p):.{digits}f} | "
+            f"{median(o):.{digits}f} | {median(ratios):.2f}x |"
         )
+    lines += ["", "Ratios per repeat, then the median: above 1 is slower for times (us, s), "
+              "faster for MB/s."]  # fmt: skip
     return lines
 
 
