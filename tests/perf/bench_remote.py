@@ -4,8 +4,8 @@ through the proxy, interleaved in one run.
     python -m tests.perf.bench_remote [--repeat 5] [--pings 2000] [--updates 100000]
                                       [--connections 100] [--per-connection 1000] [--otlp]
 
-The agent is tests/perf/remote_server.py (raw ASGI on hypercorn, so that the agent costs
-little); the client runs here, on httpx (Streamable HTTP) and websockets. Per repeat, for
+The agent is tests/support/tools/remote_agent.py (raw ASGI on hypercorn, so that the agent
+costs little); the client runs here, on httpx (Streamable HTTP) and websockets. Per repeat, for
 ``direct`` (the client talks to the agent) and ``acp-proxy`` (``record --listen 127.0.0.1:0
 --upstream URL`` between them, one listener and a fresh database per repeat), alternating
 (ping blocks of 200 round trips, then each stream and the concurrent run, in an order that
@@ -80,7 +80,7 @@ def _env() -> dict[str, str]:
 def agent() -> Iterator[str]:
     port = _free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.perf.remote_server", str(port)], env=_env(),
+        [sys.executable, str(REPO / "tests/support/tools/remote_agent.py"), str(port)], env=_env(),
         stdin=subprocess.DEVNULL,
     )  # fmt: skip
     try:

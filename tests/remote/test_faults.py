@@ -41,8 +41,9 @@ def _rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
 def _flood_server(log: Path, events: int, size: int) -> Iterator[str]:
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, str(TOOLS / "flood_server.py"), str(port), str(log), str(events),
-         str(size)], env=env(), stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [sys.executable, str(TOOLS / "remote_agent.py"), str(port), "--log", str(log),
+         "--flood", str(events), str(size)], env=env(), stdin=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
         wait_for_port(port, process)
@@ -146,7 +147,10 @@ def _rss_kib(pid: int) -> int:
 def test_a_slow_reader_is_ended_with_bounded_memory(tmp_path: Path) -> None:
     db = tmp_path / "r.db"
     log = tmp_path / "log"
-    with _flood_server(log, 200_000, 1000) as upstream, Listener(db, upstream) as listener:
+    with (
+        _flood_server(log, 200_000, 1000) as upstream,
+        Listener(db, upstream, "--client-stall", "1") as listener,
+    ):
         opened = httpx.post(listener.url, content=INITIALIZE, headers=JSON)
         cid = opened.headers["acp-connection-id"]
         before = _rss_kib(listener.process.pid)
