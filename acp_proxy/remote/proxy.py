@@ -18,13 +18,20 @@ Rules:
   are forwarded and recorded too (as frames the observer calls unparseable).
 - Headers: end-to-end headers pass both ways unchanged, hop-by-hop ones are handled per hop
   (remote/headers.py). Credentials are recorded as null unless ``record_credentials``.
+- A Streamable HTTP connection with no request in flight and no event stream open for
+  ``idle_timeout`` seconds (0: never) is taken for one whose client went away without
+  ``DELETE``: the proxy records it ``dropped`` with why, says so once on stderr and tells the
+  upstream (``DELETE``). A WebSocket connection ends with its socket.
 - Each message is recorded before it is forwarded (remote/recording.py): the timeline never
   has an answer before its cause.
 - Faults never stop the listener: an unreachable upstream gives the client a 502 whose body
   is one JSON-RPC error line (said once on stderr per outage); a client that goes away ends
-  its exchange (recorded with why); a client that reads an event stream or a WebSocket too
-  slowly has at most ``max_buffered`` bytes waiting for it, then the proxy ends the recorded
-  connection (``dropped``, with why), ends the stream and tells the upstream (``DELETE``).
+  its exchange (recorded with why). A client that reads an event stream or a WebSocket more
+  slowly than the upstream sends has at most ``max_buffered`` bytes waiting for it: past that
+  the proxy reads no more from the upstream until the client has taken half of them (the
+  upstream is held back as the client would hold it back without the proxy). A client that
+  takes nothing for ``client_stall`` seconds meanwhile is ended: the recorded connection is
+  ``dropped`` with why, the stream ends and the upstream is told (``DELETE``).
 """
 
 from __future__ import annotations
@@ -51,7 +58,11 @@ Scope = dict[str, Any]
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_BUFFERED_BYTES = 8 * 1024 * 1024
+CLIENT_STALL_SECONDS = 30.0
+IDLE_TIMEOUT_SECONDS = 300.0
 BODY_EXCERPT_BYTES = 4096
+# Body pieces that waited for a client are sent joined, up to about this many bytes a write.
+_JOINED_BYTES = 256 * 1024
 # JSON-RPC's "server error" range: the proxy's own answers.
 PROXY_ERROR_CODE = -32000
 _JSON = [(b"content-type", b"application/json")]
@@ -64,6 +75,8 @@ class ProxyOptions:
     record_credentials: bool = False
     max_body: int = MAX_BODY_BYTES
     max_buffered: int = MAX_BUFFERED_BYTES
+    client_stall: float = CLIENT_STALL_SECONDS
+    idle_timeout: float = IDLE_TIMEOUT_SECONDS
 
 
 class _TooSlow(Exception):
@@ -77,6 +90,8 @@ class _Connection:
         self.key = key
         self.remote_id = remote_id
         self.closed = False
+        self.requests = 0  # its requests in flight (an open event stream is one)
+        self.idle: asyncio.TimerHandle | None = None
 
 
 def _json_rpc_error(request_body: bytes, message: str) -> bytes:
@@ -98,33 +113,67 @@ def _excerpt(body: bytes) -> str | None:
 
 
 class _Outbox:
-    """What waits to be sent to one client, bounded in bytes; sent in order by ``run``."""
+    """What waits to be sent to one client, bounded in bytes; sent in order by ``run``.
 
-    def __init__(self, bound: int) -> None:
+    An item is an ASGI message, or ``bytes``: a piece of an answer body (``more_body``). The
+    reader puts an item, then awaits ``room``: past ``bound`` bytes that waits until the
+    client has taken half of them, and raises ``_TooSlow`` when it takes nothing for
+    ``stall`` seconds meanwhile.
+    """
+
+    def __init__(self, bound: int, stall: float) -> None:
         self._items: deque[Any] = deque()
         self._bytes = 0
         self._bound = bound
+        self._stall = stall
         self._ready = asyncio.Event()
+        self._drained = asyncio.Event()
+        self._sent = 0  # items the client has taken
         self._ended = False
 
     def put(self, item: Any, size: int) -> None:
         self._items.append((item, size))
         self._bytes += size
         self._ready.set()
-        if self._bytes > self._bound:
-            raise _TooSlow(f"more than {self._bound} bytes waited for it")
+
+    async def room(self) -> None:
+        while self._bytes > self._bound:
+            sent = self._sent
+            self._drained.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._drained.wait(), self._stall)
+            if self._sent == sent:
+                raise _TooSlow(
+                    f"it took nothing for {self._stall:g} s while more than {self._bound} "
+                    "bytes waited for it"
+                )
 
     def end(self) -> None:
         self._ended = True
         self._ready.set()
 
     async def run(self, send: Callable[[Any], Awaitable[None]]) -> None:
+        items = self._items
         while True:
             await self._ready.wait()
-            while self._items:
-                item, size = self._items.popleft()
+            while items:
+                item, size = items.popleft()
+                if isinstance(item, bytes) and items and isinstance(items[0][0], bytes):
+                    # Body chunks that waited for the client go in one write: the same bytes
+                    # in fewer, larger pieces (chunk boundaries are the hop's, not the body's).
+                    parts = [item]
+                    while items and isinstance(items[0][0], bytes) and size < _JOINED_BYTES:
+                        more, more_size = items.popleft()
+                        parts.append(more)
+                        size += more_size
+                    item = b"".join(parts)
+                if isinstance(item, bytes):
+                    item = {"type": "http.response.body", "body": item, "more_body": True}
                 await send(item)
                 self._bytes -= size
+                self._sent += 1
+                if self._bytes <= self._bound // 2:
+                    self._drained.set()
             if self._ended:
                 return
             self._ready.clear()
@@ -144,6 +193,7 @@ class ReverseProxy:
         self._open: dict[int, _Connection] = {}
         self._upstream_down = False
         self._said: set[str] = set()
+        self._background: set[asyncio.Future[None]] = set()
 
     # --- ASGI ---------------------------------------------------------------------------
 
@@ -181,10 +231,51 @@ class ReverseProxy:
         if connection.closed:
             return
         connection.closed = True
+        if connection.idle is not None:
+            connection.idle.cancel()
         self._open.pop(connection.key, None)
         if connection.remote_id is not None and self._by_id.get(connection.remote_id) is connection:
             del self._by_id[connection.remote_id]
         self.feeder.close(connection.key, status, error)
+
+    # --- idle Streamable HTTP connections ----------------------------------------------
+
+    def _busy(self, connection: _Connection) -> None:
+        connection.requests += 1
+        if connection.idle is not None:
+            connection.idle.cancel()
+            connection.idle = None
+
+    def _rested(self, connection: _Connection) -> None:
+        """One of its requests is over: with none left, the idle clock starts."""
+        connection.requests -= 1
+        timeout = self.options.idle_timeout
+        if connection.requests or connection.closed or connection.remote_id is None:
+            return
+        if timeout > 0:
+            loop = asyncio.get_running_loop()
+            connection.idle = loop.call_later(timeout, self._reap, connection)
+
+    def _reap(self, connection: _Connection) -> None:
+        """A connection without a request or an event stream for ``idle_timeout``: its client
+        went away without ``DELETE``. End it here and at the upstream."""
+        connection.idle = None
+        if connection.closed or connection.requests:
+            return
+        timeout = self.options.idle_timeout
+        self._say_once(
+            "idle",
+            f"ended a connection idle for {timeout:g} s (no request, no event stream open: "
+            "--idle-timeout); each one ended so is recorded with why",
+        )
+        self._end(
+            connection, "dropped",
+            f"idle for {timeout:g} s (no request, no event stream open): the proxy ended the "
+            "connection and told the upstream (DELETE)",
+        )  # fmt: skip
+        task = asyncio.ensure_future(self._delete_upstream(connection))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _new_connection(self, transport: str, scope: Scope, remote_id: str | None) -> _Connection:
         client = scope.get("client")
@@ -224,6 +315,20 @@ class ReverseProxy:
         new = connection is None
         if connection is None:
             connection = self._new_connection("http", scope, remote_id)
+        self._busy(connection)
+        try:
+            await self._exchange(
+                connection, new, scope, method, target, headers, body, too_long, remote_id,
+                session_id, stream, send, receive,
+            )  # fmt: skip
+        finally:
+            self._rested(connection)
+
+    async def _exchange(
+        self, connection: _Connection, new: bool, scope: Scope, method: str, target: str,
+        headers: list[tuple[bytes, bytes]], body: bytes, too_long: bool, remote_id: str | None,
+        session_id: str | None, stream: str, send: Send, receive: Receive,
+    ) -> None:  # fmt: skip
         key = connection.key
         exchange = self.feeder.exchange(
             key, method=method, target=target, http_version=scope.get("http_version"),
@@ -353,19 +458,18 @@ class ReverseProxy:
     ) -> None:  # fmt: skip
         key = connection.key
         reader = SseReader(max_line=self.options.max_body)
-        outbox = _Outbox(self.options.max_buffered)
+        outbox = _Outbox(self.options.max_buffered, self.options.client_stall)
 
         async def from_upstream() -> None:
             async for chunk in response.chunks():
-                events = reader.feed(chunk)
-                if events:
-                    datas = [event.data for event in events]
+                datas = reader.feed_data(chunk)
+                if datas:
                     await self.feeder.messages(key, A2C, datas, exchange, stream)
                 # Reads and sends that never wait (a fast upstream, a client that is gone)
                 # would otherwise keep every other connection, and the disconnect, waiting.
                 await asyncio.sleep(0)
-                outbox.put({"type": "http.response.body", "body": chunk, "more_body": True},
-                           len(chunk))  # fmt: skip
+                outbox.put(chunk, len(chunk))
+                await outbox.room()
             outbox.put({"type": "http.response.body", "body": b"", "more_body": False}, 0)
             outbox.end()
 
@@ -487,7 +591,7 @@ class ReverseProxy:
             key, exchange, status=101, answered_ns=wall_ns(),
             response_headers=self._recordable(answer_headers),
         )  # fmt: skip
-        outbox = _Outbox(self.options.max_buffered)
+        outbox = _Outbox(self.options.max_buffered, self.options.client_stall)
         ended: dict[str, Any] = {}
 
         async def from_client() -> None:
@@ -515,9 +619,11 @@ class ReverseProxy:
                         raw = message.encode()
                         await self.feeder.message(key, A2C, raw, exchange, "websocket")
                         outbox.put({"type": "websocket.send", "text": message}, len(raw))
+                        await outbox.room()
                     else:
                         await self.feeder.message(key, A2C, message, exchange, "websocket")
                         outbox.put({"type": "websocket.send", "bytes": message}, len(message))
+                        await outbox.room()
             except ConnectionClosed:
                 pass
             ended.setdefault("by", "upstream")
