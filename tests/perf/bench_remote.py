@@ -2,7 +2,7 @@
 through the proxy, interleaved in one run.
 
     python -m tests.perf.bench_remote [--repeat 5] [--pings 2000] [--updates 100000]
-                                      [--connections 100] [--per-connection 1000]
+                                      [--connections 100] [--per-connection 1000] [--otlp]
 
 The agent is tests/support/tools/remote_agent.py (raw ASGI on hypercorn, so that the agent
 costs little); the client runs here, on httpx (Streamable HTTP) and websockets. Per repeat, for
@@ -19,6 +19,11 @@ rotates from repeat to repeat):
 - ``concurrent``: ``--connections`` Streamable HTTP connections at once, each streaming
   ``--per-connection`` notifications; the listener's peak resident memory above its idle
   memory, per connection, and its recorder process's.
+
+With ``--otlp``, a third mode, ``acp-proxy --otlp`` (a second listener of its own, sending its
+spans live to an OTLP receiver in a process of its own, tests/support/otlp_receiver.py), takes
+its turn in every alternation, and the report adds its figures and their ratio to
+``acp-proxy``'s in the same repeat: what live export costs forwarding.
 
 Every proxy run's database is checked: every message recorded, none lost. Prints medians over
 repeats, ratios and differences against direct taken within each repeat. Not run by pytest.
@@ -87,9 +92,9 @@ def agent() -> Iterator[str]:
 
 
 class Listener:
-    def __init__(self, upstream: str, db: Path) -> None:
+    def __init__(self, upstream: str, db: Path, *options: str) -> None:
         argv = [sys.executable, "-m", "acp_proxy", "record", "--db", str(db), "--listen",
-                "127.0.0.1:0", "--upstream", upstream]  # fmt: skip
+                "127.0.0.1:0", "--upstream", upstream, *options]  # fmt: skip
         self.process = subprocess.Popen(
             argv, env=_env(), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
@@ -297,14 +302,44 @@ class Sampler:
         return self.peaks
 
 
-def one_repeat(upstream: str, args: argparse.Namespace, order: list[str]) -> dict[str, Any]:
-    """One repeat: one listener; direct and proxied runs alternate, ping blocks of
-    ``BLOCK`` round trips at a time, so both see the same moments of a busy machine."""
+OTLP_MODE = "acp-proxy --otlp"
+
+
+@contextlib.contextmanager
+def otlp_collector() -> Iterator[str]:
+    """An OTLP receiver in a process of its own (it decodes every span, as a collector would)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        said = Path(scratch) / "port"
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.otlp_receiver", str(said)], env=_env(),
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 20
+            while not (said.exists() and said.read_text()) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            yield f"http://127.0.0.1:{said.read_text().split()[0]}"
+        finally:
+            process.terminate()
+            process.wait(20)
+            got = said.read_text().split()
+            print(f"the OTLP receiver got {got[1] if len(got) > 1 else '?'} spans", file=sys.stderr)
+
+
+def one_repeat(
+    upstream: str, args: argparse.Namespace, order: list[str], otlp: str | None = None
+) -> dict[str, Any]:
+    """One repeat: one listener per proxied mode; direct and proxied runs alternate, ping
+    blocks of ``BLOCK`` round trips at a time, so all see the same moments of a busy machine."""
     results: dict[str, Any] = {mode: {"ping-http": [], "ping-ws": []} for mode in order}
     with tempfile.TemporaryDirectory() as scratch:
         db = Path(scratch) / "r.sqlite"
         listener = Listener(upstream, db)
         urls = {"direct": upstream, "acp-proxy": listener.url}
+        exporting = None
+        if otlp is not None:
+            exporting = Listener(upstream, Path(scratch) / "otlp.sqlite", "--otlp", otlp)
+            urls[OTLP_MODE] = exporting.url
         blocks = 0
         try:
             for start in range(0, args.pings, BLOCK):
@@ -331,6 +366,8 @@ def one_repeat(upstream: str, args: argparse.Namespace, order: list[str]) -> dic
                     }  # fmt: skip
         finally:
             listener.stop()
+            if exporting is not None:
+                exporting.stop()
         # HTTP: each ping block opens a connection (initialize and its answer), then each
         # request and its answer (a stream's answer is its updates and the result); WS sends
         # no initialize.
@@ -338,6 +375,8 @@ def one_repeat(upstream: str, args: argparse.Namespace, order: list[str]) -> dic
         expected += (2 + 2 + args.updates) + (2 + args.updates)
         expected += args.connections * (2 + 2 + args.per_connection)
         _check(db, expected)
+        if exporting is not None:
+            _check(Path(scratch) / "otlp.sqlite", expected)
     return results
 
 
@@ -349,12 +388,16 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=100)
     parser.add_argument("--per-connection", type=int, default=1000)
     parser.add_argument("--json", type=Path, help="write every figure here")
+    parser.add_argument(
+        "--otlp", action="store_true", help=f"also run {OTLP_MODE!r} (live export to a receiver)"
+    )
     args = parser.parse_args()
     repeats = []
-    with agent() as upstream:
+    modes = ["direct", "acp-proxy", *([OTLP_MODE] if args.otlp else [])]
+    with agent() as upstream, otlp_collector() if args.otlp else contextlib.nullcontext() as otlp:
         for n in range(args.repeat):
-            order = ["direct", "acp-proxy"] if n % 2 == 0 else ["acp-proxy", "direct"]
-            repeats.append(one_repeat(upstream, args, order))
+            order = modes[n % len(modes) :] + modes[: n % len(modes)]  # rotates per repeat
+            repeats.append(one_repeat(upstream, args, order, otlp))
             print(f"repeat {n + 1}/{args.repeat} done", file=sys.stderr)
     if args.json:
         args.json.write_text(json.dumps(repeats))
@@ -409,7 +452,53 @@ def report(repeats: list[dict[str, Any]], args: argparse.Namespace) -> str:
         f"({median(rec):.0f} KiB per connection). Every proxy run's database held every "
         "message, none lost.",
     ]
+    if OTLP_MODE in repeats[0]:
+        lines += ["", *otlp_report(repeats, args)]
     return "\n".join(lines)
+
+
+def _figures(result: dict[str, Any]) -> dict[str, float]:
+    """One mode's figures of one repeat: round trips in us, streams in MB/s, the concurrent
+    run in seconds."""
+    figures = {
+        f"round trip {profile} {name} (us)": _percentile(result[f"ping-{profile}"], q)
+        for profile in ("http", "ws")
+        for name, q in (("p50", 0.5), ("p99", 0.99))
+    }
+    for profile in ("http", "ws"):
+        seconds, size = result[f"stream-{profile}"]
+        figures[f"updates over {profile} (MB/s at the client)"] = size / seconds / 1e6
+    figures["concurrent connections (s)"] = result["concurrent"]
+    return figures
+
+
+def otlp_report(repeats: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
+    """``acp-proxy --otlp`` against ``acp-proxy``, both against direct, ratios per repeat."""
+    median = statistics.median
+    lines = [
+        f"Live OTLP export ({OTLP_MODE!r}: a listener of its own, its spans sent to an OTLP "
+        "receiver process), same repeats:",
+        "",
+        f"| figure | direct | acp-proxy | {OTLP_MODE} | {OTLP_MODE} / acp-proxy |",
+        "|---|---|---|---|---|",
+    ]
+    per_repeat = [{mode: _figures(r[mode]) for mode in ("direct", "acp-proxy", OTLP_MODE)}
+                  for r in repeats]  # fmt: skip
+    for name in per_repeat[0]["direct"]:
+        d, p, o = ([r[mode][name] for r in per_repeat] for mode in
+                   ("direct", "acp-proxy", OTLP_MODE))  # fmt: skip
+        ratios = [b / a for a, b in zip(p, o, strict=True)]
+        shown = name.replace("updates", f"{args.updates:,} updates").replace(
+            "concurrent connections", f"{args.connections} x {args.per_connection:,} updates"
+        )
+        digits = 0 if "(us)" in name else 2
+        lines.append(
+            f"| {shown} | {median(d):.{digits}f} | {median(p):.{digits}f} | "
+            f"{median(o):.{digits}f} | {median(ratios):.2f}x |"
+        )
+    lines += ["", "Ratios per repeat, then the median: above 1 is slower for times (us, s), "
+              "faster for MB/s."]  # fmt: skip
+    return lines
 
 
 if __name__ == "__main__":
