@@ -1,11 +1,13 @@
-"""Latency as the page shows it, in a real browser: the timeline's latency cells coloured by
-speed (under 100 ms, under 1 s, slower), and the performance view's waterfall with an idle
-stretch compressed into a hatched break that says how long it was.
+"""Latency and errors as the page shows them, in a real browser: the timeline's latency cells
+coloured by speed (under 100 ms, under 1 s, slower), the performance view's waterfall with an
+idle stretch compressed into a hatched break that says how long it was, and the sequence
+diagram's error arrows in red, paged, with "more" only while there is more.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +18,13 @@ from acp_proxy.protocol.observer import ConnectionObserver
 from acp_proxy.protocol.wire import Frame
 from acp_proxy.store.database import connect
 from acp_proxy.store.writer import NewConnection, RecordingWriter
-from tests.support.helpers import A2C, C2A
+from tests.support.helpers import A2C, C2A, line, write_recording
+from tests.support.ui_server import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
 MS = 1_000_000
+RED = "#d33"  # views/sequence.js: ERROR
 # (ms from the start, direction, message): a fast call, two idle seconds, a slow one, a slower.
 TIMED = [
     (0, C2A, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}),
@@ -86,3 +90,42 @@ def test_latencies_are_coloured_and_idle_time_compressed(
     )
     assert bars[2] > bars[1] > bars[0]  # busy time keeps its proportions
     assert "Slowest call: session/prompt" in page.text_content("#insights")
+
+
+def calls(count: int, failing: int) -> Iterator[tuple[Direction, bytes]]:
+    """``count`` requests, each answered; the ``failing``-th with an error."""
+    for n in range(count):
+        yield C2A, line({"jsonrpc": "2.0", "id": n, "method": "fs/read_text_file",
+                         "params": {"sessionId": "s", "path": f"/f{n}"}})  # fmt: skip
+        if n == failing:
+            yield A2C, line({"jsonrpc": "2.0", "id": n,
+                             "error": {"code": -32603, "message": "no such file"}})  # fmt: skip
+        else:
+            yield A2C, line({"jsonrpc": "2.0", "id": n, "result": {"content": "x"}})
+
+
+def test_sequence_errors_are_red_and_more_only_while_there_is_more(
+    db_path: Path, serve_ui: Any, page: Any
+) -> None:
+    write_recording(db_path, calls(450, failing=3), label="calls")  # 900 arrows: three pages
+    served = serve_ui("--db", str(db_path))
+    page.goto(f"{served.url}#view=sequence&c=1")
+    page.wait_for_selector("g.msg")
+    error = page.locator("g.msg.error")
+    assert error.count() == 1
+    assert error.get_attribute("data-seq") == "8"
+    assert error.locator("line.arrow").get_attribute("stroke") == RED
+    assert page.locator("button.more").is_visible()
+    for _ in range(5):
+        if page.locator("button.more").is_hidden():
+            break
+        shown: int = page.locator("g.msg").count()
+        page.click("button.more")
+
+        def grown(before: int = shown) -> bool:
+            return bool(page.locator("g.msg").count() > before)
+
+        wait_for(grown, "the next arrows")
+    # The end: every arrow once, and no button that would do nothing.
+    wait_for(lambda: page.locator("button.more").is_hidden(), "more hidden at the end")
+    assert page.locator("g.msg").count() == 900
