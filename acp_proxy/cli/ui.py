@@ -89,9 +89,9 @@ def ui_command(
 
     def make_app(bound_host: str, bound_port: int) -> tuple[Any, str]:
         app = create_app(inspector, initial)
-        return Gate(app, token, allowed_hosts(bound_host, bound_port)), address(
-            bound_host, bound_port, token
-        )
+        hosts = allowed_hosts(bound_host, bound_port)
+        gate = Gate(app, token, hosts, app.state.script_hashes)
+        return gate, address(bound_host, bound_port, token)
 
     if open_browser is None:
         open_browser = sys.stdout.isatty() and watch_pid is None

@@ -244,14 +244,31 @@ def frame(db: sqlite3.Connection, connection_id: int, seq: int) -> dict[str, Any
 def answer_of(
     db: sqlite3.Connection, connection_id: int, request_seq: int
 ) -> dict[str, Any] | None:
-    """The response to the request at ``request_seq`` (walks forward from it; None: none yet)."""
-    cursor = db.execute(
-        f"SELECT {_SUMMARY} FROM frame f WHERE f.connection_id = ? AND f.seq > ? "
-        "AND f.request_seq = ? ORDER BY f.seq LIMIT 1",
-        (connection_id, request_seq, request_seq),
-    )
+    """The response to the request at ``request_seq`` (None: none yet): by the answers'
+    index (format 10), or, in an older database read as it is, walking forward from it."""
+    if has_answer_index(db):
+        cursor = db.execute(
+            f"SELECT {_SUMMARY} FROM frame f INDEXED BY frame_by_request "
+            "WHERE f.connection_id = ? AND f.request_seq = ? ORDER BY f.seq LIMIT 1",
+            (connection_id, request_seq),
+        )
+    else:
+        cursor = db.execute(
+            f"SELECT {_SUMMARY} FROM frame f WHERE f.connection_id = ? AND f.seq > ? "
+            "AND f.request_seq = ? ORDER BY f.seq LIMIT 1",
+            (connection_id, request_seq, request_seq),
+        )
     found = _summaries(cursor)
     return found[0] if found else None
+
+
+def has_answer_index(db: sqlite3.Connection) -> bool:
+    """Whether answers are indexed by their request (format 10 on; a database of an older
+    format opened read-only has no such index)."""
+    row = db.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'frame_by_request'"
+    ).fetchone()
+    return row is not None
 
 
 def summary(db: sqlite3.Connection, connection_id: int, seq: int) -> dict[str, Any] | None:
