@@ -237,3 +237,16 @@ def test_cut_text_keeps_each_piece_within_its_bytes_and_loses_nothing(text: str)
             break
         offset = following
     assert "".join(pieces) == text
+
+
+def test_a_remote_recordings_frames_say_their_stream_through_the_redacted_copy(
+    db_path: Path,
+) -> None:
+    from tests.support.remote_recordings import http_exchanges, http_frames, write_remote
+
+    write_remote(db_path, "http", http_exchanges(), http_frames(), label="remote")
+    frames = library(db_path).frames("remote", None, None, None, None, 0, 50)["frames"]
+    assert [(f["stream"], f["exchange"], f["http_status"]) for f in frames] == [
+        ("post", 1, 200), ("post_answer", 1, 200), ("post", 3, 202), ("connection_sse", 2, 200),
+        ("post", 5, 202), ("session_sse", 4, 200), ("session_sse", 4, 200),
+    ]  # fmt: skip
