@@ -49,7 +49,7 @@ from acp_proxy.stderr import Reporter
 
 if TYPE_CHECKING:
     from acp_proxy.record.chunk_queue import ChunkQueue
-    from acp_proxy.record.live_check import LiveCheck
+    from acp_proxy.record.live_check import LiveCheck, LiveSchemas
     from acp_proxy.record.recorder import RecordSink, SinkFactory
     from acp_proxy.store.remote import RemoteFactsWriter, TransportRow
     from acp_proxy.store.writer import RecordingWriter
@@ -102,6 +102,7 @@ class HubRecorder:
         self.error: str | None = None
         self.frames_lost = 0
         self._said_busy = False
+        self._schemas: LiveSchemas | None = None  # record --check: loaded once for all
 
     # --- reading ------------------------------------------------------------------------
 
@@ -251,9 +252,11 @@ class HubRecorder:
 
     def _add_followers(self, connection: _Connection, connection_id: int) -> None:
         if self._settings.get("check"):
-            from acp_proxy.record.live_check import LiveCheck
+            from acp_proxy.record.live_check import LiveCheck, LiveSchemas
 
-            connection.live_check = LiveCheck(self._report)
+            if self._schemas is None:
+                self._schemas = LiveSchemas(self._report)
+            connection.live_check = LiveCheck(self._report, self._schemas)
             connection.live_check.set_connection(connection_id)
         if self._sinks is not None:
 

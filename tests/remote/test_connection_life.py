@@ -6,10 +6,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import sqlite3
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +15,7 @@ import httpx
 import pytest
 
 from tests.support.polling import until
-from tests.support.remote_peers import TOOLS, Listener, env, free_port, wait_for_port
+from tests.support.remote_peers import Listener, fake_agent
 
 pytestmark = [pytest.mark.timeout(90)]
 
@@ -32,21 +29,6 @@ CLIENT_POOL_S = 5.0
 def _rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
     with contextlib.closing(sqlite3.connect(db)) as conn:
         return conn.execute(sql).fetchall()
-
-
-@contextlib.contextmanager
-def _agent(log: Path, *options: str) -> Iterator[str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, str(TOOLS / "remote_agent.py"), str(port), "--log", str(log),
-         *options], env=env(), stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        wait_for_port(port, process)
-        yield f"http://127.0.0.1:{port}/acp"
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 def _port(url: str) -> int:
@@ -78,7 +60,7 @@ def test_a_kept_alive_socket_outlives_the_clients_pools(tmp_path: Path) -> None:
     """The cause of a failed request under many connections: the listener closed a kept-alive
     socket just as the client sent its next request on it."""
     with (
-        _agent(tmp_path / "log") as upstream,
+        fake_agent(tmp_path / "log") as upstream,
         Listener(tmp_path / "r.db", upstream) as listener,
         socket.create_connection(("127.0.0.1", _port(listener.url))) as sock,
     ):
@@ -95,7 +77,7 @@ def test_a_slow_reader_holds_the_upstream_back_and_gets_everything(tmp_path: Pat
     events, size = 12_000, 1000  # more than the 8 MiB the listener holds for one client
     db = tmp_path / "r.db"
     with (
-        _agent(tmp_path / "log", "--flood", str(events), str(size)) as upstream,
+        fake_agent(tmp_path / "log", "--flood", str(events), str(size)) as upstream,
         Listener(db, upstream) as listener,
     ):
         opened = httpx.post(listener.url, content=INITIALIZE, headers=JSON)
@@ -116,7 +98,7 @@ def test_a_slow_reader_holds_the_upstream_back_and_gets_everything(tmp_path: Pat
 def test_a_connection_left_without_delete_is_ended_when_idle(tmp_path: Path) -> None:
     db = tmp_path / "r.db"
     log = tmp_path / "log"
-    with _agent(log) as upstream, Listener(db, upstream, "--idle-timeout", "2") as listener:
+    with fake_agent(log) as upstream, Listener(db, upstream, "--idle-timeout", "2") as listener:
         left = httpx.post(listener.url, content=INITIALIZE, headers=JSON)
         gone = left.headers["acp-connection-id"]
         kept = httpx.post(listener.url, content=INITIALIZE, headers=JSON)

@@ -8,12 +8,16 @@ Rules:
 - Bad parameters are 400 with one line; an unknown connection or frame is 404.
 - The app is built by ``create_app`` around an ``Inspector``; ``security.Gate`` wraps it.
 - The page's own files (``static/``) are read once when the app is built and served from
-  memory; nothing outside that folder is ever served.
+  memory; nothing outside that folder is ever served. The hashes of the page's inline
+  scripts are the app's ``state.script_hashes``: the security policy allows those and no other.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,6 +36,7 @@ from acp_proxy.inspect.render import words
 from acp_proxy.protocol.decode import json_or_none
 from acp_proxy.serve.ui import events, present
 from acp_proxy.serve.ui import sequence as sequence_fold
+from acp_proxy.serve.ui.bundle import bundle
 from acp_proxy.serve.ui.rows import chunk_key
 from acp_proxy.serve.ui.state import Inspector
 from acp_proxy.store import readers as store_read
@@ -327,7 +332,9 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         Route("/api/events", stream),
         Route("/static/{path:path}", static),
     ]
-    return Starlette(routes=routes, exception_handlers={HTTPException: not_found})
+    app = Starlette(routes=routes, exception_handlers={HTTPException: not_found})
+    app.state.script_hashes = inline_script_hashes(assets["index.html"][0])
+    return app
 
 
 # --------------------------------------------------------------------------- builders
@@ -336,14 +343,31 @@ _TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=
           ".css": "text/css; charset=utf-8"}  # fmt: skip
 
 
+PAGE_SCRIPT = "page.js"
+ENTRY_MODULE = "app.js"
+
+
 def _assets() -> dict[str, tuple[bytes, str]]:
-    """The page's files (package data, a few kilobytes), read once: served from memory, a
-    cold page asks for twenty of them at once."""
+    """The page's files (package data, a few kilobytes), read once and served from memory,
+    with ``page.js``: the entry module and every module it imports as one script."""
     found = {}
     for path in STATIC.rglob("*"):
         if path.is_file() and path.suffix in _TYPES:
             found[path.relative_to(STATIC).as_posix()] = (path.read_bytes(), _TYPES[path.suffix])
+    modules = {name: body.decode() for name, (body, _) in found.items() if name.endswith(".js")}
+    found[PAGE_SCRIPT] = (bundle(modules, ENTRY_MODULE).encode(), _TYPES[".js"])
     return found
+
+
+_INLINE_SCRIPT = re.compile(rb"<script>(.*?)</script>", re.DOTALL)
+
+
+def inline_script_hashes(html: bytes) -> list[str]:
+    """``sha256-...`` of each inline script of a page, as a Content-Security-Policy names it."""
+    return [
+        "sha256-" + base64.b64encode(hashlib.sha256(found).digest()).decode()
+        for found in _INLINE_SCRIPT.findall(html)
+    ]
 
 
 def _detail(inspector: Inspector, cid: int, seq: int) -> dict[str, Any] | None:
@@ -457,9 +481,11 @@ def _latency(inspector: Inspector, cid: int) -> dict[str, Any]:
 
     db = inspector.db.get()
     methods = [m.as_record() for m in by_method(store_read.calls(db, cid))]
-    view = inspector.transcript(cid)
+    # The turns need the transcript of every frame: a long recording's is read on in the
+    # background, and the page asks again while ``turns_complete`` is false.
+    view, complete = inspector.transcript_so_far(cid)
     turns = [turn_record(t) for s in view.sessions for t in s.turns]
-    return {"methods": methods, "turns": turns}
+    return {"methods": methods, "turns": turns, "turns_complete": complete}
 
 
 def _session_info(inspector: Inspector, cid: int) -> dict[str, Any]:

@@ -13,6 +13,7 @@ const REFRESH_MS = 200;  // a live view reads new rows at most this often
 const PAUSE_CAP_MS = 2000;
 const FINDINGS_AFTER_MS = 500;
 const CONTEXT_ROWS = 100;  // frames shown above a frame opened by URL in the middle
+const FAR = 10000;  // frames beyond the index: a jump there opens the timeline near it at once
 const COLUMNS = [["seq", "seq"], ["time", "time"], ["dir", "dir"], ["kind", "kind"], ["method", "method"],
   ["id", "id"], ["size", "size"], ["latency", "lat"], ["what", "what"]];
 
@@ -36,7 +37,7 @@ export function timelineView(root) {
   const fromSeq = Number(state.params.get("from")) || 0;
   const where = fromSeq ? { ...filters(), from: fromSeq } : filters();
   const list = new RunRows();
-  let caughtUp = false, complete = false, selected = null, cursor = null, follow = true;
+  let caughtUp = false, complete = false, selected = null, cursor = null, follow = true, scannedSeq = 0;
   let first = state.overview ? state.overview.first_mono_ns : null;
   let alive = true, refreshing = false, again = false;
   const live = () => state.overview && state.overview.status === "running";
@@ -55,6 +56,7 @@ export function timelineView(root) {
   function accept(got) {
     list.setTotal(got.total);
     caughtUp = got.caught_up; complete = got.complete;
+    if (got.scanned_seq !== undefined) scannedSeq = got.scanned_seq;
     const count = $("#count");
     count.replaceChildren(counted(list.total, "row") + (caughtUp ? "" : " (indexing…)"));
     if (fromSeq) {
@@ -225,7 +227,11 @@ export function timelineView(root) {
     render();
   });
   const start = async () => {
-    const [got] = await Promise.all([api(`connections/${cid}/rows`, { ...where, offset: 0, limit: PAGE }), state.overviewReady]);
+    list.loading.add(0);  // a render meanwhile does not ask for the first page again
+    let got;
+    try {
+      [got] = await Promise.all([api(`connections/${cid}/rows`, { ...where, offset: 0, limit: PAGE }), state.overviewReady]);
+    } finally { list.loading.delete(0); }
     if (!alive) return;
     accept(got);
     list.store(0, got.rows);
@@ -275,6 +281,11 @@ export function timelineView(root) {
   async function locateFrame(seq) {
       selected = seq;
       showFrame(cid, seq);
+      if (!fromSeq && list.total && !caughtUp && seq - scannedSeq > FAR) {
+        // the index is far from this frame (its last answer said how far it got): no need to ask
+        setHash({ from: Math.max(1, seq - CONTEXT_ROWS) }, true);
+        return;
+      }
       const found = await api(`connections/${cid}/locate`, { ...where, seq, quick: "1" });
       if (!alive) return;
       if (found.behind && !fromSeq) {
