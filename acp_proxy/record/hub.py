@@ -80,7 +80,7 @@ class RecordingHub:
         self._next_key = 0
         self._exchanges: dict[int, int] = {}
         self._gone = False
-        self._said_stall = False
+        self._said_losses: set[str] = set()  # each reason for losses is said once
         self.lost_messages = 0
         self.outcome: str | None = None
 
@@ -185,8 +185,8 @@ class RecordingHub:
         """A message left out of the recording after waiting ``wait`` seconds for room."""
         self.lost_messages += 1
         why = reason or STALL_REASON.format(wait=wait)
-        if not self._said_stall:
-            self._said_stall = True
+        if why not in self._said_losses:
+            self._said_losses.add(why)
             self._report(f"{why}: messages are left out of the recording and counted")
         self._control(
             LOST, key, {"direction": direction.value, "frames": 1, "bytes": size, "reason": why}

@@ -12,10 +12,14 @@ Rules:
   accepts ends the connection (``closed``).
 - Bytes: a request body is read whole (at most ``max_body``: past it the proxy answers 413),
   recorded as one frame, and forwarded unchanged; an answer body is streamed to the client as
-  it comes, unchanged (no decoding: remote/upstream.py). An event stream's events are cut out by
-  protocol/sse.py, each ``data`` one frame, while the chunks themselves are forwarded as they
-  are (keepalive comments included). A WebSocket text message is one frame; binary messages
-  are forwarded and recorded too (as frames the observer calls unparseable).
+  it comes, unchanged (the upstream client does not decode: remote/upstream.py). An event
+  stream's events are cut out by protocol/sse.py, each ``data`` one frame, while the chunks
+  themselves are forwarded as they are (keepalive comments included). A body with a
+  ``Content-Encoding`` (gzip, deflate, br) is forwarded as it came and recorded decoded
+  (remote/content_coding.py: bounded pieces, an answer at most ``max_body`` decoded bytes);
+  what cannot be decoded within the bounds is not recorded, and counted as lost with why
+  (said once per kind on stderr). A WebSocket text message is one frame; binary messages are
+  forwarded and recorded too (as frames the observer calls unparseable).
 - Headers: end-to-end headers pass both ways unchanged, hop-by-hop ones are handled per hop
   (remote/headers.py). Credentials are recorded as null unless ``record_credentials``.
 - A Streamable HTTP connection with no request in flight and no event stream open for
@@ -48,6 +52,7 @@ import orjson
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.sse import SseReader, SseTooLong
 from acp_proxy.remote.asgi import Receive, Send, lifespan
+from acp_proxy.remote.content_coding import Decoder, Undecodable, codings, decode_body
 from acp_proxy.remote.headers import WEBSOCKET_HANDSHAKE, end_to_end, header, recordable
 from acp_proxy.remote.recording import HubFeeder, wall_ns
 from acp_proxy.remote.upstream import Answer, Upstream, UpstreamError
@@ -446,9 +451,15 @@ class ReverseProxy:
         if (
             body and method == "POST" and 200 <= response.status < 300
             and content_type.startswith("application/json")
-            and (response.header("content-encoding") or "identity") == "identity"
         ):  # fmt: skip
-            await self.feeder.message(connection.key, A2C, body, exchange, "post_answer")
+            try:  # the recording gets the message; the client gets the bytes as they came
+                message = decode_body(
+                    body, response.header("content-encoding"), self.options.max_body
+                )
+            except Undecodable as why:
+                self.feeder.lost(connection.key, A2C, len(body), f"{why}: not recorded")
+            else:
+                await self.feeder.message(connection.key, A2C, message, exchange, "post_answer")
         await send({"type": "http.response.body", "body": body, "more_body": False})
         return body
 
@@ -459,12 +470,40 @@ class ReverseProxy:
         key = connection.key
         reader = SseReader(max_line=self.options.max_body)
         outbox = _Outbox(self.options.max_buffered, self.options.client_stall)
+        applied = codings(response.header("content-encoding"))
+        decoder: Decoder | None = None
+        if applied:
+            try:
+                decoder = Decoder(applied)
+            except Undecodable as why:
+                self.feeder.lost(key, A2C, 0, f"{why}: the event stream is not recorded")
+
+        async def record_decoded(chunk: bytes) -> None:
+            """A compressed stream's chunk: its events recorded piece by decoded piece; a
+            fault in decoding ends the recording of the stream, never its forwarding."""
+            nonlocal decoder
+            assert decoder is not None
+            try:
+                for piece in decoder.feed(chunk):
+                    datas = reader.feed_data(piece)
+                    if datas:
+                        await self.feeder.messages(key, A2C, datas, exchange, stream)
+            except (Undecodable, SseTooLong) as why:
+                decoder = None
+                self.feeder.lost(
+                    key, A2C, len(chunk), f"{why}: the rest of the event stream is not recorded"
+                )
 
         async def from_upstream() -> None:
             async for chunk in response.chunks():
-                datas = reader.feed_data(chunk)
-                if datas:
-                    await self.feeder.messages(key, A2C, datas, exchange, stream)
+                if decoder is not None:
+                    await record_decoded(chunk)
+                elif applied:
+                    pass  # a coding the proxy does not decode: forwarded only (counted once)
+                else:
+                    datas = reader.feed_data(chunk)
+                    if datas:
+                        await self.feeder.messages(key, A2C, datas, exchange, stream)
                 # Reads and sends that never wait (a fast upstream, a client that is gone)
                 # would otherwise keep every other connection, and the disconnect, waiting.
                 await asyncio.sleep(0)
