@@ -2,8 +2,8 @@
 
 Rules:
 - Every route reads; database work runs in worker threads, so a slow query never holds up
-  the event stream of another page. The short reads a screen waits for (a connection's row,
-  rows of an index that has them, a frame, its place) take turns on one thread of their own
+  the event stream of another page. The short reads a screen waits for first (a connection's
+  row, the first rows of a timeline, a frame, its place) take turns on one thread of their own
   (``QUICK``): run at once beside each other, their threads passed the interpreter back and
   forth at every row SQLite stepped, and on a busy machine each of them took many times its
   own time. Everything else (scans, checks, the transcript, the diff) runs beside them.
@@ -203,7 +203,7 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
             key,
             lambda: inspector.rows(cid, where, offset, limit, scan, start),
             lambda answer: bool(answer["caught_up"]),
-            QUICK,
+            QUICK if offset == 0 else "",  # a screen's first rows; a live tail's beside them
         )
 
     async def locate(request: Request) -> Response:
