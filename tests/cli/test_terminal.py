@@ -128,7 +128,11 @@ def _drive_tail(tail: subprocess.Popen[bytes], db_path: Path) -> None:
         assert tail.stdout is not None
         assert tail.stderr is not None
         _read_line_with_deadline(tail.stderr, b"waiting for " + str(db_path).encode())
-        write_recording(db_path, V1_CONVERSATION, label="before")  # finished before any wait
+        # Written whole beside the path and moved into place, so tail never sees it half done
+        # (a recording still being written is live, and tail would rightly follow it).
+        whole = db_path.with_name("whole.sqlite")
+        write_recording(whole, V1_CONVERSATION, label="before")
+        os.replace(whole, db_path)
         _read_line_with_deadline(tail.stderr, b"waiting for the next connection")
         _, records = observe_all(V2_CONVERSATION)
         db = connect(db_path)
