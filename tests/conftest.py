@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import demo_recording as demo
+from tests.support.processes import run_to_end
 
 REPO = Path(__file__).resolve().parents[1]
 PY_SDK = "agent-client-protocol"
@@ -55,7 +55,7 @@ def _fetch_python_sdist(root: Path) -> None:
     with tempfile.TemporaryDirectory(dir=root.parent) as scratch:
         pip = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check"]
         pip += ["--no-binary", ":all:", "--no-deps", "-d", scratch, f"{PY_SDK}=={PY_SDK_VERSION}"]
-        done = subprocess.run(pip, capture_output=True, text=True, check=False)
+        done = run_to_end(pip, timeout=300)
         if done.returncode != 0:
             pytest.fail(f"could not download the {PY_SDK} sdist (needs PyPI):\n{done.stderr}")
         sdist = Path(scratch) / PY_SDK_SDIST

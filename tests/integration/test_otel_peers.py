@@ -42,6 +42,7 @@ from tests.support import otlp_receiver
 from tests.support.demo_recording import AGENT, ANTHROPIC, GITHUB, USER, DemoRecording
 from tests.support.otlp_receiver import ReceivedSpan, Receiver
 from tests.support.processes import acp_proxy as run_acp_proxy
+from tests.support.processes import run_to_end
 
 from .conftest import Launch, Middle, PeerRun, RunSpec, tap
 
@@ -395,7 +396,7 @@ def run_tapped(workdir: Path, cwd: Path, env: dict[str, str], proxy_args: list[s
     proxy = [sys.executable, "-m", "acp_proxy", "record", "--db", str(db), *proxy_args, "--"]
     outer = tap(workdir / "client-side", [*proxy, *agent])
     argv = [*demo.client(), *outer]
-    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, timeout=90, check=False)
+    done = run_to_end(argv, text=False, cwd=cwd, env=env, timeout=90)
     spec = RunSpec("tapped", lambda _agent, _scratch: Launch(argv), AGENT, b"", Middle.PROXY, cwd)
     return PeerRun(spec, done.returncode, done.stdout, done.stderr, workdir)
 
@@ -408,9 +409,7 @@ def test_record_otlp_with_the_collector_down_or_slow_forwards_and_records_everyt
     slow = otlp_receiver.start(delay=4.0) if collector == "slow" else None
     url = slow.url if slow else f"http://127.0.0.1:{free_port()}"
     try:
-        direct = subprocess.run(
-            demo_client(), cwd=project, env=env, capture_output=True, timeout=60, check=False
-        )
+        direct = run_to_end(demo_client(), text=False, cwd=project, env=env, timeout=60)
         began = time.monotonic()
         tapped = run_tapped(tmp_path / "run", project, {**env, "OTEL_EXPORTER_OTLP_TIMEOUT": "1"}
                             if collector == "down" else env, ["--otlp", url])  # fmt: skip

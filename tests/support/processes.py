@@ -15,9 +15,11 @@ import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.support.polling import until
 
@@ -30,17 +32,21 @@ def acp_proxy_argv(*args: str) -> list[str]:
 
 
 def run_to_end(
-    argv: list[str], *, input: bytes | str | None = None, text: bool = True,
-    timeout: float = RUN_S, **options: Any,
+    argv: Sequence[str | Path], *, input: bytes | str | None = None, text: bool = True,
+    timeout: float = RUN_S, check: bool = False, **options: Any,
 ) -> subprocess.CompletedProcess[Any]:  # fmt: skip
     """Run ``argv`` to its end (``options``: cwd, env ...): output captured, stdin closed unless
-    ``input`` is given, a timeout always; never checks the status, the caller does."""
+    ``input`` is given, a timeout always. The caller checks the status, or asks ``check``: then
+    a status other than 0 fails the test with the command's stderr."""
     if input is None:
         options.setdefault("stdin", subprocess.DEVNULL)
-    return subprocess.run(  # type: ignore[call-overload, no-any-return]
+    done: subprocess.CompletedProcess[Any] = subprocess.run(  # type: ignore[call-overload]
         argv, input=input, capture_output=True, text=text, timeout=timeout, check=False,
         **options,
     )  # fmt: skip
+    if check and done.returncode != 0:
+        pytest.fail(f"{argv} exited with status {done.returncode}:\n{done.stderr}")
+    return done
 
 
 def acp_proxy(
@@ -52,7 +58,7 @@ def acp_proxy(
 
 
 @contextlib.contextmanager
-def started(argv: list[str], **options: Any) -> Iterator[subprocess.Popen[Any]]:
+def started(argv: Sequence[str | Path], **options: Any) -> Iterator[subprocess.Popen[Any]]:
     """``argv`` running for the ``with`` block (``options`` as ``subprocess.Popen`` takes them:
     pipes, cwd, env ...); at its end the process is killed if it still runs, waited for, and its
     pipes closed, so no test leaves a process behind, whatever it asserted."""

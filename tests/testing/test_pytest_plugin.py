@@ -7,11 +7,12 @@ drift agent (tests/support/agents/drift_agent.py), whose answers change with ``D
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.processes import run_to_end
 
 pytest_plugins = ["pytester"]
 
@@ -128,7 +129,7 @@ def test_a_cassette_imports_into_a_database(tmp_path: Path) -> None:
     cassette = EXAMPLES / "cassettes" / "demo-agent.jsonl"
     db = tmp_path / "r.sqlite"
     argv = [sys.executable, "-m", "acp_proxy", "import", "--db", str(db), str(cassette)]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    done = run_to_end(argv, timeout=30)
     assert done.returncode == 0, done.stderr
 
 
