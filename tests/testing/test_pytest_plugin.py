@@ -15,6 +15,9 @@ import pytest
 from tests.support.processes import run_to_end
 
 pytest_plugins = ["pytester"]
+# Each test runs whole pytest sessions that record and replay real conversations, several in a
+# row: longer than the suite's per-test default, bounded all the same.
+pytestmark = pytest.mark.timeout(180)
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "tests" / "examples"
