@@ -206,6 +206,14 @@ _LISTEN_ONLY = (
                  "and other credential headers (never recorded otherwise: the recording shows "
                  "only that they were there). Bundles and redacted exports still remove them.",
                  is_flag=True),
+    _with_listen("--idle-timeout", "end a Streamable HTTP connection that has had no request "
+                 "and no open event stream for SECONDS (its client went away without DELETE): "
+                 "recorded as dropped, with why, and the upstream told (DELETE); 0 never. "
+                 "Default 300.", type=click.FloatRange(min=0), metavar="SECONDS"),
+    _with_listen("--client-stall", "a client that reads an event stream or a WebSocket more "
+                 "slowly than the upstream sends holds the upstream back once 8 MiB wait for "
+                 "it; end it when it takes nothing for SECONDS meanwhile. Default 30.",
+                 type=click.FloatRange(min=0, min_open=True), metavar="SECONDS"),
 )  # fmt: skip
 
 

@@ -13,6 +13,11 @@ Rules:
   collector that is down batch after batch, and tries again.
 - The first drop, of either kind, is said once on stderr; ``close`` stores both counts in the
   connection's row (``otlp_frames_dropped``, ``otlp_spans_dropped``) through ``set_connection``.
+- A remote connection's HTTP exchanges (``exchanged``, record/hub_recorder.py) are queued the
+  same way (bounded in count; what does not fit is a dropped span); the exporter merges what
+  each learns and sends its server span (http_spans.py, the same function ``export --format
+  otlp`` uses, so live and exported spans are the same) once the exchange has ended, or at
+  ``close`` for one that never did.
 - ``close`` lets the exporter build the last spans (the sessions, the connection) from what is
   queued (local work, bounded by the queue; at most ``BUILD_SECONDS``), then gives it up to
   ``CLOSE_SECONDS`` to send them, then stops it: whatever was not sent by then counts as
@@ -31,11 +36,13 @@ from acp_proxy.otel import missing_extra
 from acp_proxy.otel import span_values as values
 from acp_proxy.otel import spans as model
 from acp_proxy.otel.export import BATCH_SPANS, OtlpSender, builder_options
+from acp_proxy.otel.http_spans import exchange_spans
 from acp_proxy.protocol.observer import FrameRecord
 from acp_proxy.stderr import Reporter
 
 MAX_QUEUED_FRAMES = 65_536
 MAX_QUEUED_BYTES = 32 * 1024 * 1024
+MAX_QUEUED_EXCHANGES = 65_536
 SEND_SECONDS = 0.2
 REST_SECONDS = 5.0
 CLOSE_SECONDS = 2.0
@@ -61,6 +68,9 @@ class LiveExport:
         rest_seconds: float = REST_SECONDS,
     ) -> None:
         self._builder = model.SpanBuilder(connection, options)
+        self._uid, self._text = connection.uid, options.text
+        self._exchange_queue: deque[tuple[int, dict[str, Any]]] = deque()  # (seq, columns)
+        self._exchanges: dict[int, dict[str, Any]] = {}  # exchanges begun, not ended yet
         self._sender = sender
         self._report = report
         self._set_connection = set_connection
@@ -105,6 +115,24 @@ class LiveExport:
                 "collector?): frames are left out of the trace (the recording is complete)"
             )
 
+    def exchanged(
+        self, new: Sequence[dict[str, Any]], updates: Sequence[tuple[int, dict[str, Any]]]
+    ) -> None:
+        """HTTP exchanges begun and learnt about (an ``ExchangeSink``; see the rules)."""
+        events = [(int(row["seq"]), row) for row in new] + list(updates)
+        with self._wake:
+            dropped = len(self._exchange_queue) + len(events) > MAX_QUEUED_EXCHANGES
+            if dropped:  # the exchanges begun here are spans lost; the updates are let go
+                self.spans_dropped += len(new)
+            else:
+                self._exchange_queue.extend(events)
+                self._wake.notify()
+        if dropped:
+            self._say_once(
+                f"OTLP export to {self._sender.endpoint} is falling behind (a slow or unreachable "
+                "collector?): HTTP spans are left out of the trace (the recording is complete)"
+            )
+
     def close(self) -> None:
         with self._wake:
             self._closing = True
@@ -147,11 +175,13 @@ class LiveExport:
         oldest = 0.0
         while True:
             with self._wake:
-                if not self._queue and not self._closing:
+                if not self._queue and not self._exchange_queue and not self._closing:
                     self._wake.wait(SEND_SECONDS if pending else None)
                 batches = list(self._queue)
                 self._queue.clear()
                 self._queued_frames = self._queued_bytes = 0
+                exchanges = list(self._exchange_queue)
+                self._exchange_queue.clear()
                 closing = self._closing
             for records in batches:
                 for record in records:
@@ -159,10 +189,18 @@ class LiveExport:
                     if ended and not pending:
                         oldest = time.monotonic()
                     pending += ended
+            if exchanges:
+                ended = self._exchange_spans(exchanges)
+                if ended and not pending:
+                    oldest = time.monotonic()
+                pending += ended
             if closing:
                 pending += self._builder.finish()
+                pending += exchange_spans(self._uid, self._exchanges.values(), self._text)
+                self._exchanges.clear()
                 self._finished = True
-            self._unsent, self._open_spans = len(pending), self._builder.open_spans()
+            open_spans = self._builder.open_spans() + len(self._exchanges)
+            self._unsent, self._open_spans = len(pending), open_spans
             if closing:
                 self._built.set()
                 self._send(pending)
@@ -172,6 +210,18 @@ class LiveExport:
             ):
                 self._send(pending)
                 pending = []
+
+    def _exchange_spans(self, events: list[tuple[int, dict[str, Any]]]) -> list[values.Span]:
+        """Merge what ``events`` say into the exchanges; the spans of those that ended."""
+        touched = set()
+        for seq, columns in events:
+            row = self._exchanges.get(seq)
+            if row is None and "started_ns" not in columns:
+                continue  # learnt after its span was sent (nothing a span carries comes later)
+            self._exchanges.setdefault(seq, {"seq": seq}).update(columns)
+            touched.add(seq)
+        ended = [s for s in sorted(touched) if self._exchanges[s].get("ended_ns") is not None]
+        return exchange_spans(self._uid, [self._exchanges.pop(s) for s in ended], self._text)
 
     def _send(self, batch: list[values.Span]) -> None:
         if not batch:
@@ -226,7 +276,10 @@ def start_live_export(
         report(f"cannot export to OTLP ({error}); recording without it")
         return None
     info = values.ConnectionInfo(
-        str(connection["uid"]), int(connection["started_ns"]), connection.get("label")
+        str(connection["uid"]),
+        int(connection["started_ns"]),
+        connection.get("label"),
+        str(connection.get("transport") or "stdio"),
     )
     options = builder_options(bool(settings.get("content")))
     return LiveExport(info, options, sender, report, set_connection)

@@ -30,7 +30,7 @@ import os
 import select
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -80,7 +80,7 @@ class RecordingHub:
         self._next_key = 0
         self._exchanges: dict[int, int] = {}
         self._gone = False
-        self._said_stall = False
+        self._said_losses: set[str] = set()  # each reason for losses is said once
         self.lost_messages = 0
         self.outcome: str | None = None
 
@@ -118,14 +118,15 @@ class RecordingHub:
     # --- what crosses ------------------------------------------------------------------
 
     def open(
-        self, transport: str, *, remote_url: str, listen_url: str | None = None,
+        self, transport: str, *, remote_url: str | None, listen_url: str | None = None,
         client_address: str | None = None, label: str | None = None,
-        started_ns: int | None = None,
+        started_ns: int | None = None, argv: Sequence[str] = (),
     ) -> tuple[int, str]:  # fmt: skip
-        """A new recorded connection; returns its key (for the calls below) and its uid."""
+        """A new recorded connection; returns its key (for the calls below) and its uid.
+        ``argv``: the command that served it, when that is not the reverse proxy (a replay)."""
         self._next_key += 1
         key = self._next_key
-        settings = connection_settings([], started_ns or time.time_ns(), label)
+        settings = connection_settings(argv, started_ns or time.time_ns(), label)
         settings.update(
             transport=transport, remote_url=remote_url, listen_url=listen_url,
             client_address=client_address,
@@ -184,8 +185,8 @@ class RecordingHub:
         """A message left out of the recording after waiting ``wait`` seconds for room."""
         self.lost_messages += 1
         why = reason or STALL_REASON.format(wait=wait)
-        if not self._said_stall:
-            self._said_stall = True
+        if why not in self._said_losses:
+            self._said_losses.add(why)
             self._report(f"{why}: messages are left out of the recording and counted")
         self._control(
             LOST, key, {"direction": direction.value, "frames": 1, "bytes": size, "reason": why}

@@ -49,7 +49,7 @@ from acp_proxy.stderr import Reporter
 
 if TYPE_CHECKING:
     from acp_proxy.record.chunk_queue import ChunkQueue
-    from acp_proxy.record.live_check import LiveCheck
+    from acp_proxy.record.live_check import LiveCheck, LiveSchemas
     from acp_proxy.record.recorder import RecordSink, SinkFactory
     from acp_proxy.store.remote import RemoteFactsWriter, TransportRow
     from acp_proxy.store.writer import RecordingWriter
@@ -102,6 +102,7 @@ class HubRecorder:
         self.error: str | None = None
         self.frames_lost = 0
         self._said_busy = False
+        self._schemas: LiveSchemas | None = None  # record --check: loaded once for all
 
     # --- reading ------------------------------------------------------------------------
 
@@ -251,9 +252,11 @@ class HubRecorder:
 
     def _add_followers(self, connection: _Connection, connection_id: int) -> None:
         if self._settings.get("check"):
-            from acp_proxy.record.live_check import LiveCheck
+            from acp_proxy.record.live_check import LiveCheck, LiveSchemas
 
-            connection.live_check = LiveCheck(self._report)
+            if self._schemas is None:
+                self._schemas = LiveSchemas(self._report)
+            connection.live_check = LiveCheck(self._report, self._schemas)
             connection.live_check.set_connection(connection_id)
         if self._sinks is not None:
 
@@ -269,6 +272,7 @@ class HubRecorder:
         exchange_updates: list[tuple[int, int, dict[str, Any]]] = []
         transports: list[TransportRow] = []
         written: list[tuple[_Connection, list[FrameRecord]]] = []
+        exchanged: list[tuple[_Connection, list[Any], list[Any]]] = []  # for the sinks
         for connection in self._connections.values():
             writer = connection.writer
             records, connection.records = connection.records, []
@@ -287,6 +291,11 @@ class HubRecorder:
             transports += [(cid, seq, ex, stream) for _, seq, ex, stream in connection.transports]
             new_exchanges += [(cid, columns) for columns in connection.new_exchanges]
             exchange_updates += [(cid, seq, cols) for seq, cols in connection.exchange_updates]
+            if connection.sinks and (connection.new_exchanges or connection.exchange_updates):
+                exchanged.append(
+                    (connection, connection.new_exchanges, connection.exchange_updates)
+                )
+                connection.new_exchanges, connection.exchange_updates = [], []
             connection.transports.clear()
             connection.new_exchanges.clear()
             connection.exchange_updates.clear()
@@ -298,6 +307,9 @@ class HubRecorder:
                 self._fail(error)
         for connection, records in written:
             self._tell_sinks(connection, records)
+        if self._facts is not None:
+            for connection, new, updates in exchanged:
+                self._tell_exchanges(connection, new, updates)
         for key, connection in list(self._connections.items()):
             self._apply_updates(connection)
             if connection.closed is not None:
@@ -339,6 +351,20 @@ class HubRecorder:
         for sink in list(connection.sinks):
             try:
                 sink.committed(writer.connection_id, records)
+            except Exception as error:  # a sink never ends the recording
+                connection.sinks.remove(sink)
+                self._report(f"{type(sink).__name__} failed ({error}); recording goes on")
+
+    def _tell_exchanges(
+        self, connection: _Connection, new: list[Any], updates: list[Any]
+    ) -> None:  # fmt: skip
+        """The sinks that follow exchanges (``ExchangeSink``) hear of this batch's."""
+        for sink in list(connection.sinks):
+            exchanged = getattr(sink, "exchanged", None)
+            if exchanged is None:
+                continue
+            try:
+                exchanged(new, updates)
             except Exception as error:  # a sink never ends the recording
                 connection.sinks.remove(sink)
                 self._report(f"{type(sink).__name__} failed ({error}); recording goes on")

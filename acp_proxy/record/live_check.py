@@ -6,7 +6,9 @@ Rules:
 - Findings are said on stderr as they happen (one line each, never stdout) and stored in the
   recording's ``finding`` table with the frames they are about.
 - Schemas as `check` gets them (check/schema_setup.py: fetched on first use when npm is
-  there); without them every rule that needs none still runs, and the proxy says so once.
+  there), loaded once per recorder process (``LiveSchemas``: a listener's many connections
+  share one load); without them every rule that needs none still runs, and the proxy says so
+  once.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from acp_proxy.check.engine import Checker, select_rules
 from acp_proxy.check.report import finding_line
 from acp_proxy.check.schema_files import SchemasUnavailable
 from acp_proxy.check.schema_setup import obtain
+from acp_proxy.check.schemas import SchemaBook
 from acp_proxy.protocol.observer import FrameRecord
 from acp_proxy.stderr import Reporter
 from acp_proxy.store.writer import StoredFinding
@@ -25,16 +28,33 @@ from acp_proxy.store.writer import StoredFinding
 SCHEMA_RULE = "ACP000"
 
 
-class LiveCheck:
-    """One connection's rule checking while it is recorded."""
+class LiveSchemas:
+    """The schemas of one recorder's checking, obtained on first use and then kept: a
+    listener's recorder checks many connections with one load (and says once what went
+    wrong getting them)."""
 
     def __init__(self, report: Reporter) -> None:
         self._report = report
-        try:
-            book = obtain(None, lambda message: report(f"record --check: {message}")).book
-        except SchemasUnavailable as error:  # ACP_PROXY_SCHEMAS names no schemas
-            report(f"record --check: {error}")
-            book = None
+        self._obtained = False
+        self._book: SchemaBook | None = None
+
+    def book(self) -> SchemaBook | None:
+        if not self._obtained:
+            self._obtained = True
+            report = self._report
+            try:
+                self._book = obtain(None, lambda message: report(f"record --check: {message}")).book
+            except SchemasUnavailable as error:  # ACP_PROXY_SCHEMAS names no schemas
+                report(f"record --check: {error}")
+        return self._book
+
+
+class LiveCheck:
+    """One connection's rule checking while it is recorded."""
+
+    def __init__(self, report: Reporter, schemas: LiveSchemas | None = None) -> None:
+        self._report = report
+        book = (schemas or LiveSchemas(report)).book()
         rules = select_rules() if book is not None else select_rules(ignore=[SCHEMA_RULE])
         self._checker = Checker(book, rules=rules)
         self.findings = 0

@@ -76,6 +76,17 @@ class RecordSink(Protocol):
         """The recording is over: nothing more will be committed."""
 
 
+class ExchangeSink(Protocol):
+    """A sink that also follows a remote connection's HTTP exchanges (record/hub_recorder.py
+    calls ``exchanged`` on the sinks that have it, after the transport facts are committed)."""
+
+    def exchanged(
+        self, new: Sequence[dict[str, Any]], updates: Sequence[tuple[int, dict[str, Any]]]
+    ) -> None:
+        """``new``: exchanges begun (columns with their ``seq``); ``updates``: (seq, columns
+        learnt since), both in the order they happened; called on the recorder thread."""
+
+
 def retry_while_busy(attempt: Callable[[], _T], waiting: Callable[[RecordingBusy], None]) -> _T:
     """``attempt()`` until it does not raise ``RecordingBusy``, pausing ever longer between
     tries (``BUSY_RETRY_SECONDS``); ``waiting`` hears of every busy attempt."""

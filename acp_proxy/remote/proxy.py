@@ -12,19 +12,30 @@ Rules:
   accepts ends the connection (``closed``).
 - Bytes: a request body is read whole (at most ``max_body``: past it the proxy answers 413),
   recorded as one frame, and forwarded unchanged; an answer body is streamed to the client as
-  it comes, unchanged (no decoding: remote/upstream.py). An event stream's events are cut out by
-  protocol/sse.py, each ``data`` one frame, while the chunks themselves are forwarded as they
-  are (keepalive comments included). A WebSocket text message is one frame; binary messages
-  are forwarded and recorded too (as frames the observer calls unparseable).
+  it comes, unchanged (the upstream client does not decode: remote/upstream.py). An event
+  stream's events are cut out by protocol/sse.py, each ``data`` one frame, while the chunks
+  themselves are forwarded as they are (keepalive comments included). A body with a
+  ``Content-Encoding`` (gzip, deflate, br) is forwarded as it came and recorded decoded
+  (remote/content_coding.py: bounded pieces, an answer at most ``max_body`` decoded bytes);
+  what cannot be decoded within the bounds is not recorded, and counted as lost with why
+  (said once per kind on stderr). A WebSocket text message is one frame; binary messages are
+  forwarded and recorded too (as frames the observer calls unparseable).
 - Headers: end-to-end headers pass both ways unchanged, hop-by-hop ones are handled per hop
   (remote/headers.py). Credentials are recorded as null unless ``record_credentials``.
+- A Streamable HTTP connection with no request in flight and no event stream open for
+  ``idle_timeout`` seconds (0: never) is taken for one whose client went away without
+  ``DELETE``: the proxy records it ``dropped`` with why, says so once on stderr and tells the
+  upstream (``DELETE``). A WebSocket connection ends with its socket.
 - Each message is recorded before it is forwarded (remote/recording.py): the timeline never
   has an answer before its cause.
 - Faults never stop the listener: an unreachable upstream gives the client a 502 whose body
   is one JSON-RPC error line (said once on stderr per outage); a client that goes away ends
-  its exchange (recorded with why); a client that reads an event stream or a WebSocket too
-  slowly has at most ``max_buffered`` bytes waiting for it, then the proxy ends the recorded
-  connection (``dropped``, with why), ends the stream and tells the upstream (``DELETE``).
+  its exchange (recorded with why). A client that reads an event stream or a WebSocket more
+  slowly than the upstream sends has at most ``max_buffered`` bytes waiting for it: past that
+  the proxy reads no more from the upstream until the client has taken half of them (the
+  upstream is held back as the client would hold it back without the proxy). A client that
+  takes nothing for ``client_stall`` seconds meanwhile is ended: the recorded connection is
+  ``dropped`` with why, the stream ends and the upstream is told (``DELETE``).
 """
 
 from __future__ import annotations
@@ -41,6 +52,7 @@ import orjson
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.sse import SseReader, SseTooLong
 from acp_proxy.remote.asgi import Receive, Send, lifespan
+from acp_proxy.remote.content_coding import Decoder, Undecodable, codings, decode_body
 from acp_proxy.remote.headers import WEBSOCKET_HANDSHAKE, end_to_end, header, recordable
 from acp_proxy.remote.recording import HubFeeder, wall_ns
 from acp_proxy.remote.upstream import Answer, Upstream, UpstreamError
@@ -51,7 +63,11 @@ Scope = dict[str, Any]
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_BUFFERED_BYTES = 8 * 1024 * 1024
+CLIENT_STALL_SECONDS = 30.0
+IDLE_TIMEOUT_SECONDS = 300.0
 BODY_EXCERPT_BYTES = 4096
+# Body pieces that waited for a client are sent joined, up to about this many bytes a write.
+_JOINED_BYTES = 256 * 1024
 # JSON-RPC's "server error" range: the proxy's own answers.
 PROXY_ERROR_CODE = -32000
 _JSON = [(b"content-type", b"application/json")]
@@ -64,6 +80,8 @@ class ProxyOptions:
     record_credentials: bool = False
     max_body: int = MAX_BODY_BYTES
     max_buffered: int = MAX_BUFFERED_BYTES
+    client_stall: float = CLIENT_STALL_SECONDS
+    idle_timeout: float = IDLE_TIMEOUT_SECONDS
 
 
 class _TooSlow(Exception):
@@ -77,6 +95,8 @@ class _Connection:
         self.key = key
         self.remote_id = remote_id
         self.closed = False
+        self.requests = 0  # its requests in flight (an open event stream is one)
+        self.idle: asyncio.TimerHandle | None = None
 
 
 def _json_rpc_error(request_body: bytes, message: str) -> bytes:
@@ -98,33 +118,67 @@ def _excerpt(body: bytes) -> str | None:
 
 
 class _Outbox:
-    """What waits to be sent to one client, bounded in bytes; sent in order by ``run``."""
+    """What waits to be sent to one client, bounded in bytes; sent in order by ``run``.
 
-    def __init__(self, bound: int) -> None:
+    An item is an ASGI message, or ``bytes``: a piece of an answer body (``more_body``). The
+    reader puts an item, then awaits ``room``: past ``bound`` bytes that waits until the
+    client has taken half of them, and raises ``_TooSlow`` when it takes nothing for
+    ``stall`` seconds meanwhile.
+    """
+
+    def __init__(self, bound: int, stall: float) -> None:
         self._items: deque[Any] = deque()
         self._bytes = 0
         self._bound = bound
+        self._stall = stall
         self._ready = asyncio.Event()
+        self._drained = asyncio.Event()
+        self._sent = 0  # items the client has taken
         self._ended = False
 
     def put(self, item: Any, size: int) -> None:
         self._items.append((item, size))
         self._bytes += size
         self._ready.set()
-        if self._bytes > self._bound:
-            raise _TooSlow(f"more than {self._bound} bytes waited for it")
+
+    async def room(self) -> None:
+        while self._bytes > self._bound:
+            sent = self._sent
+            self._drained.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._drained.wait(), self._stall)
+            if self._sent == sent:
+                raise _TooSlow(
+                    f"it took nothing for {self._stall:g} s while more than {self._bound} "
+                    "bytes waited for it"
+                )
 
     def end(self) -> None:
         self._ended = True
         self._ready.set()
 
     async def run(self, send: Callable[[Any], Awaitable[None]]) -> None:
+        items = self._items
         while True:
             await self._ready.wait()
-            while self._items:
-                item, size = self._items.popleft()
+            while items:
+                item, size = items.popleft()
+                if isinstance(item, bytes) and items and isinstance(items[0][0], bytes):
+                    # Body chunks that waited for the client go in one write: the same bytes
+                    # in fewer, larger pieces (chunk boundaries are the hop's, not the body's).
+                    parts = [item]
+                    while items and isinstance(items[0][0], bytes) and size < _JOINED_BYTES:
+                        more, more_size = items.popleft()
+                        parts.append(more)
+                        size += more_size
+                    item = b"".join(parts)
+                if isinstance(item, bytes):
+                    item = {"type": "http.response.body", "body": item, "more_body": True}
                 await send(item)
                 self._bytes -= size
+                self._sent += 1
+                if self._bytes <= self._bound // 2:
+                    self._drained.set()
             if self._ended:
                 return
             self._ready.clear()
@@ -144,6 +198,7 @@ class ReverseProxy:
         self._open: dict[int, _Connection] = {}
         self._upstream_down = False
         self._said: set[str] = set()
+        self._background: set[asyncio.Future[None]] = set()
 
     # --- ASGI ---------------------------------------------------------------------------
 
@@ -181,10 +236,51 @@ class ReverseProxy:
         if connection.closed:
             return
         connection.closed = True
+        if connection.idle is not None:
+            connection.idle.cancel()
         self._open.pop(connection.key, None)
         if connection.remote_id is not None and self._by_id.get(connection.remote_id) is connection:
             del self._by_id[connection.remote_id]
         self.feeder.close(connection.key, status, error)
+
+    # --- idle Streamable HTTP connections ----------------------------------------------
+
+    def _busy(self, connection: _Connection) -> None:
+        connection.requests += 1
+        if connection.idle is not None:
+            connection.idle.cancel()
+            connection.idle = None
+
+    def _rested(self, connection: _Connection) -> None:
+        """One of its requests is over: with none left, the idle clock starts."""
+        connection.requests -= 1
+        timeout = self.options.idle_timeout
+        if connection.requests or connection.closed or connection.remote_id is None:
+            return
+        if timeout > 0:
+            loop = asyncio.get_running_loop()
+            connection.idle = loop.call_later(timeout, self._reap, connection)
+
+    def _reap(self, connection: _Connection) -> None:
+        """A connection without a request or an event stream for ``idle_timeout``: its client
+        went away without ``DELETE``. End it here and at the upstream."""
+        connection.idle = None
+        if connection.closed or connection.requests:
+            return
+        timeout = self.options.idle_timeout
+        self._say_once(
+            "idle",
+            f"ended a connection idle for {timeout:g} s (no request, no event stream open: "
+            "--idle-timeout); each one ended so is recorded with why",
+        )
+        self._end(
+            connection, "dropped",
+            f"idle for {timeout:g} s (no request, no event stream open): the proxy ended the "
+            "connection and told the upstream (DELETE)",
+        )  # fmt: skip
+        task = asyncio.ensure_future(self._delete_upstream(connection))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _new_connection(self, transport: str, scope: Scope, remote_id: str | None) -> _Connection:
         client = scope.get("client")
@@ -224,6 +320,20 @@ class ReverseProxy:
         new = connection is None
         if connection is None:
             connection = self._new_connection("http", scope, remote_id)
+        self._busy(connection)
+        try:
+            await self._exchange(
+                connection, new, scope, method, target, headers, body, too_long, remote_id,
+                session_id, stream, send, receive,
+            )  # fmt: skip
+        finally:
+            self._rested(connection)
+
+    async def _exchange(
+        self, connection: _Connection, new: bool, scope: Scope, method: str, target: str,
+        headers: list[tuple[bytes, bytes]], body: bytes, too_long: bool, remote_id: str | None,
+        session_id: str | None, stream: str, send: Send, receive: Receive,
+    ) -> None:  # fmt: skip
         key = connection.key
         exchange = self.feeder.exchange(
             key, method=method, target=target, http_version=scope.get("http_version"),
@@ -341,9 +451,15 @@ class ReverseProxy:
         if (
             body and method == "POST" and 200 <= response.status < 300
             and content_type.startswith("application/json")
-            and (response.header("content-encoding") or "identity") == "identity"
         ):  # fmt: skip
-            await self.feeder.message(connection.key, A2C, body, exchange, "post_answer")
+            try:  # the recording gets the message; the client gets the bytes as they came
+                message = decode_body(
+                    body, response.header("content-encoding"), self.options.max_body
+                )
+            except Undecodable as why:
+                self.feeder.lost(connection.key, A2C, len(body), f"{why}: not recorded")
+            else:
+                await self.feeder.message(connection.key, A2C, message, exchange, "post_answer")
         await send({"type": "http.response.body", "body": body, "more_body": False})
         return body
 
@@ -353,19 +469,46 @@ class ReverseProxy:
     ) -> None:  # fmt: skip
         key = connection.key
         reader = SseReader(max_line=self.options.max_body)
-        outbox = _Outbox(self.options.max_buffered)
+        outbox = _Outbox(self.options.max_buffered, self.options.client_stall)
+        applied = codings(response.header("content-encoding"))
+        decoder: Decoder | None = None
+        if applied:
+            try:
+                decoder = Decoder(applied)
+            except Undecodable as why:
+                self.feeder.lost(key, A2C, 0, f"{why}: the event stream is not recorded")
+
+        async def record_decoded(chunk: bytes) -> None:
+            """A compressed stream's chunk: its events recorded piece by decoded piece; a
+            fault in decoding ends the recording of the stream, never its forwarding."""
+            nonlocal decoder
+            assert decoder is not None
+            try:
+                for piece in decoder.feed(chunk):
+                    datas = reader.feed_data(piece)
+                    if datas:
+                        await self.feeder.messages(key, A2C, datas, exchange, stream)
+            except (Undecodable, SseTooLong) as why:
+                decoder = None
+                self.feeder.lost(
+                    key, A2C, len(chunk), f"{why}: the rest of the event stream is not recorded"
+                )
 
         async def from_upstream() -> None:
             async for chunk in response.chunks():
-                events = reader.feed(chunk)
-                if events:
-                    datas = [event.data for event in events]
-                    await self.feeder.messages(key, A2C, datas, exchange, stream)
+                if decoder is not None:
+                    await record_decoded(chunk)
+                elif applied:
+                    pass  # a coding the proxy does not decode: forwarded only (counted once)
+                else:
+                    datas = reader.feed_data(chunk)
+                    if datas:
+                        await self.feeder.messages(key, A2C, datas, exchange, stream)
                 # Reads and sends that never wait (a fast upstream, a client that is gone)
                 # would otherwise keep every other connection, and the disconnect, waiting.
                 await asyncio.sleep(0)
-                outbox.put({"type": "http.response.body", "body": chunk, "more_body": True},
-                           len(chunk))  # fmt: skip
+                outbox.put(chunk, len(chunk))
+                await outbox.room()
             outbox.put({"type": "http.response.body", "body": b"", "more_body": False}, 0)
             outbox.end()
 
@@ -487,7 +630,7 @@ class ReverseProxy:
             key, exchange, status=101, answered_ns=wall_ns(),
             response_headers=self._recordable(answer_headers),
         )  # fmt: skip
-        outbox = _Outbox(self.options.max_buffered)
+        outbox = _Outbox(self.options.max_buffered, self.options.client_stall)
         ended: dict[str, Any] = {}
 
         async def from_client() -> None:
@@ -515,9 +658,11 @@ class ReverseProxy:
                         raw = message.encode()
                         await self.feeder.message(key, A2C, raw, exchange, "websocket")
                         outbox.put({"type": "websocket.send", "text": message}, len(raw))
+                        await outbox.room()
                     else:
                         await self.feeder.message(key, A2C, message, exchange, "websocket")
                         outbox.put({"type": "websocket.send", "bytes": message}, len(message))
+                        await outbox.room()
             except ConnectionClosed:
                 pass
             ended.setdefault("by", "upstream")

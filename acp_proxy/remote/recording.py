@@ -99,6 +99,11 @@ class HubFeeder:
         hub.lost(key, direction, len(raw), self.max_wait)
         self._sent()
 
+    def lost(self, key: int, direction: Direction, size: int, reason: str) -> None:
+        """A message left out of the recording for ``reason`` (counted, said once per reason)."""
+        self.hub.lost(key, direction, size, 0, reason)
+        self._sent()
+
     async def messages(
         self, key: int, direction: Direction, raws: list[bytes], exchange_seq: int, stream: str
     ) -> None:

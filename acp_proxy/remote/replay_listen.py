@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from acp_proxy.remote.replay_recording import ReplayRecording
 from acp_proxy.remote.replay_server import Listener, Served
 from acp_proxy.replay.engine import Options, Replay
 from acp_proxy.replay.match import Matcher
@@ -24,9 +25,11 @@ from acp_proxy.stderr import Reporter
 
 
 def listener_for(
-    scripts: Sequence[Script], what: str, matcher: Matcher, options: Options, report: Reporter
-) -> Listener:
-    """The listener serving ``scripts`` (one recording, or episodes)."""
+    scripts: Sequence[Script], what: str, matcher: Matcher, options: Options, report: Reporter,
+    recording: ReplayRecording | None = None,
+) -> Listener:  # fmt: skip
+    """The listener serving ``scripts`` (one recording, or episodes), recording what it
+    serves into ``recording`` when given (``--record``)."""
     scripts = [as_lines(script) for script in scripts]
 
     def make() -> Served:
@@ -34,7 +37,7 @@ def listener_for(
             return _single(scripts[0], what, matcher, options)
         return _episodes(scripts, what, matcher, options)
 
-    return Listener(make, report, timeout=options.timeout_ns / 1e9)
+    return Listener(make, report, timeout=options.timeout_ns / 1e9, recording=recording)
 
 
 def _single(script: Script, what: str, matcher: Matcher, options: Options) -> Served:

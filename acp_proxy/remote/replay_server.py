@@ -19,6 +19,9 @@ Rules:
   said on stderr then. A DELETE after its replay ended is still answered 202; any other
   request for it gets 404. A stopping signal stops every replay still running (``stop_all``).
 - Peer bytes never crash the listener: every refusal is an HTTP status with a short JSON body.
+- With a ``ReplayRecording`` (``--record``) every connection served is recorded as
+  ``record --listen`` records one (replay_recording.py): each exchange, each message before it
+  is delivered, on its stream.
 """
 
 from __future__ import annotations
@@ -39,8 +42,10 @@ import anyio
 import anyio.abc
 import orjson
 
+from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.jsonrpc import JsonId, Kind, decode, envelope
 from acp_proxy.remote.asgi import lifespan
+from acp_proxy.remote.replay_recording import ConnectionRecording, NoRecording, ReplayRecording
 from acp_proxy.remote.server_routing import ServerRoutes, answers, session_required
 from acp_proxy.replay.modes import Conversation
 from acp_proxy.stderr import Reporter
@@ -55,6 +60,8 @@ SESSION_ID = b"acp-session-id"
 KEEPALIVE = 15.0
 KEEPALIVE_COMMENT = b": keepalive\n\n"
 INITIALIZE = "initialize"
+C2A, A2C = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
+NOT_RECORDED = NoRecording()
 
 
 @dataclass
@@ -106,9 +113,10 @@ class ServedConnection:
 
     def __init__(
         self, connection_id: str, number: int, served: Served, websocket: bool,
+        recording: ConnectionRecording = NOT_RECORDED,
     ) -> None:  # fmt: skip
         self.connection_id, self.number, self.served = connection_id, number, served
-        self.websocket = websocket
+        self.websocket, self.recording = websocket, recording
         self.routes = ServerRoutes()
         self.streams: dict[str | None, Outbox] = {None: Outbox()}  # None: the connection's
         self.waiters: list[_Waiter] = []
@@ -193,19 +201,28 @@ class Listener:
 
     def __init__(
         self, make: Callable[[], Served], report: Reporter, *, timeout: float,
-        keepalive: float = KEEPALIVE,
+        keepalive: float = KEEPALIVE, recording: ReplayRecording | None = None,
     ) -> None:  # fmt: skip
         self.make, self.report, self.timeout, self.keepalive = make, report, timeout, keepalive
+        self.recording = recording
         self.connections: dict[str, ServedConnection] = {}
+        # Recorded connections by id, until the client has left (they outlive their replay).
+        self.recordings: dict[str, ConnectionRecording] = {}
         self.finished: set[str] = set()  # replays over, the client not gone yet (no DELETE)
         self.outcomes: list[bool] = []  # diverged, per connection that ended
         self.tasks: anyio.abc.TaskGroup | None = None
         self._count = 0
 
-    def _open(self, websocket: bool) -> ServedConnection:
+    def _open(self, websocket: bool, scope: Scope) -> ServedConnection:
         self._count += 1
-        connection = ServedConnection(uuid.uuid4().hex, self._count, self.make(), websocket)
+        recording: ConnectionRecording = NOT_RECORDED
+        if self.recording is not None:
+            recording = self.recording.open("websocket" if websocket else "http", scope)
+        connection = ServedConnection(
+            uuid.uuid4().hex, self._count, self.make(), websocket, recording
+        )
         self.connections[connection.connection_id] = connection
+        self.recordings[connection.connection_id] = recording
         assert self.tasks is not None
         self.tasks.start_soon(self._run, connection)
         return connection
@@ -217,7 +234,32 @@ class Listener:
             self.finished.add(connection.connection_id)
         served = connection.served
         self.outcomes.append(served.diverged())
+        connection.recording.outcome(served.diverged())
         self.report(served.summarize(connection.what))
+
+    def _left(self, connection_id: str) -> None:
+        """The client ended connection ``connection_id``: its recording can close."""
+        recording = self.recordings.pop(connection_id, None)
+        if recording is not None:
+            recording.client_left()
+
+    def close_recordings(self) -> None:
+        """The listener stops: every recording still open ends (replay_recording.py)."""
+        for recording in self.recordings.values():
+            recording.close()
+        self.recordings.clear()
+        if self.recording is not None:
+            self.recording.stop()
+
+    async def _refused(
+        self, scope: Scope, send: Send, status: int, why: str, stream: str
+    ) -> None:  # fmt: skip
+        """Refuse a request; recorded as an exchange when it names a recorded connection."""
+        headers = [(b"content-type", b"application/json")]
+        recording = self.recordings.get(_header(scope, CONNECTION_ID) or "")
+        if recording is not None:
+            recording.answered(recording.exchange(scope, stream), status, headers, ended=True)
+        await _refuse(send, status, why)
 
     def stop_all(self, reason: str) -> None:
         for connection in list(self.connections.values()):
@@ -244,7 +286,7 @@ class Listener:
             else:
                 await _refuse(send, 405, "method not allowed")
         elif scope["type"] == "websocket":
-            await self._websocket(receive, send)
+            await self._websocket(scope, receive, send)
         elif scope["type"] == "lifespan":
             await lifespan(receive, send)
 
@@ -261,74 +303,95 @@ class Listener:
         content_type = (_header(scope, b"content-type") or "").lower()
         body = await _body(receive)
         if not content_type.startswith("application/json"):
-            await _refuse(send, 415, "Content-Type must be application/json")
+            await self._refused(scope, send, 415, "Content-Type must be application/json", "post")
             return
         value, failure = decode(body)
         if failure is not None:
-            await _refuse(send, 400, "the body is not JSON")
+            await self._refused(scope, send, 400, "the body is not JSON", "post")
             return
         kind, rpc_id, method, _, _ = envelope(value)
         if kind is Kind.BATCH:
-            await _refuse(send, 501, "batch requests are not supported")
+            await self._refused(scope, send, 501, "batch requests are not supported", "post")
             return
         if kind is Kind.REQUEST and method == INITIALIZE and _header(scope, CONNECTION_ID) is None:
-            await self._initialize(body, rpc_id, send)
+            await self._initialize(scope, body, rpc_id, send)
             return
         connection, status, why = self._connection(scope)
         if connection is None:
-            await _refuse(send, status, why)
+            await self._refused(scope, send, status, why, "post")
             return
         session = _header(scope, SESSION_ID)
         if session is None and session_required(method):
-            await _refuse(send, 400, f"missing Acp-Session-Id for {method}")
+            await self._refused(scope, send, 400, f"missing Acp-Session-Id for {method}", "post")
             return
+        recording = connection.recording
+        exchange = recording.exchange(scope, "post")
+        await recording.message(C2A, body, exchange, "post")
         connection.receive(body, session)
+        recording.answered(exchange, 202, ended=True)
         await send({"type": "http.response.start", "status": 202, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
-    async def _initialize(self, body: bytes, rpc_id: JsonId, send: Send) -> None:
-        connection = self._open(websocket=False)
+    async def _initialize(self, scope: Scope, body: bytes, rpc_id: JsonId, send: Send) -> None:
+        connection = self._open(False, scope)
+        recording = connection.recording
+        exchange = recording.exchange(scope, "post")
+        await recording.message(C2A, body, exchange, "post")
         waiter = connection.wait_for_answer(rpc_id)
         connection.receive(body)
         with anyio.move_on_after(self.timeout):
             await waiter.answered.wait()
         if waiter.answer is None:
             connection.stop("the recording does not answer initialize")
+            recording.answered(exchange, 504, ended=True)
+            self._left(connection.connection_id)  # no connection was opened for the client
             await _refuse(send, 504, "the recording does not answer initialize")
             return
         headers = [(b"content-type", b"application/json")]
         headers.append((CONNECTION_ID, connection.connection_id.encode()))
+        recording.answered(exchange, 200, headers)
+        recording.identified(connection.connection_id)
+        await recording.message(A2C, waiter.answer, exchange, "post_answer")
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": waiter.answer})
+        recording.ended(exchange)
 
     async def _get(self, scope: Scope, receive: Receive, send: Send) -> None:
+        session = _header(scope, SESSION_ID)
+        stream = "connection_sse" if session is None else "session_sse"
         accept = (_header(scope, b"accept") or "").lower()
         if "text/event-stream" not in accept:
-            await _refuse(send, 406, "Accept must include text/event-stream")
+            await self._refused(scope, send, 406, "Accept must include text/event-stream", stream)
             return
         connection, status, why = self._connection(scope)
         if connection is None:
-            await _refuse(send, status, why)
+            await self._refused(scope, send, status, why, stream)
             return
-        box = connection.stream(_header(scope, SESSION_ID))
+        box = connection.stream(session)
         if box.attached:
-            await _refuse(send, 409, "this stream has a reader already")
+            await self._refused(scope, send, 409, "this stream has a reader already", stream)
             return
         headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
+        recording = connection.recording
+        exchange = recording.exchange(scope, stream, 200, headers)
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         box.attached = True
         try:
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(_until_disconnect, receive, tasks.cancel_scope)
-                await self._events(box, send)
+                await self._events(box, send, recording, exchange, stream)
                 tasks.cancel_scope.cancel()
         finally:
             box.attached = False
+            recording.ended(exchange)
 
-    async def _events(self, box: Outbox, send: Send) -> None:
+    async def _events(
+        self, box: Outbox, send: Send, recording: ConnectionRecording, exchange: int, stream: str
+    ) -> None:  # fmt: skip
         while True:
             lines = box.take()
             if lines:
+                await recording.messages(lines, exchange, stream)
                 chunk = b"".join(b"data: " + line + b"\n\n" for line in lines)
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 continue
@@ -343,26 +406,31 @@ class Listener:
 
     async def _delete(self, scope: Scope, send: Send) -> None:
         connection, status, why = self._connection(scope)
-        finished = _header(scope, CONNECTION_ID)
+        finished = _header(scope, CONNECTION_ID) or ""
+        recording = self.recordings.get(finished)
         if connection is None and finished in self.finished:
             self.finished.discard(finished)
-            await send({"type": "http.response.start", "status": 202, "headers": []})
-            await send({"type": "http.response.body", "body": b""})
+        elif connection is None:
+            await self._refused(scope, send, status, why, "delete")
             return
-        if connection is None:
-            await _refuse(send, status, why)
-            return
-        connection.client_closed()
-        connection.stop("the client ended the connection (DELETE)")
+        else:
+            connection.client_closed()
+            connection.stop("the client ended the connection (DELETE)")
+        if recording is not None:
+            recording.answered(recording.exchange(scope, "delete"), 202, ended=True)
+        self._left(finished)
         await send({"type": "http.response.start", "status": 202, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
-    async def _websocket(self, receive: Receive, send: Send) -> None:
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
         message = await receive()
         if message["type"] != "websocket.connect":
             return
-        connection = self._open(websocket=True)
+        connection = self._open(True, scope)
         headers = [(CONNECTION_ID, connection.connection_id.encode())]
+        recording = connection.recording
+        exchange = recording.exchange(scope, "websocket", 101, headers)
+        recording.identified(connection.connection_id)
         await send({"type": "websocket.accept", "headers": headers})
         box = connection.streams[None]
         box.attached = True
@@ -370,6 +438,7 @@ class Listener:
         async def frames_out(scope: anyio.CancelScope) -> None:
             while True:
                 for line in box.take():
+                    await recording.message(A2C, line, exchange, "websocket")
                     await send({"type": "websocket.send", "text": line.decode("utf-8", "replace")})
                 if box.closed and not box.lines:
                     break
@@ -388,9 +457,13 @@ class Listener:
                     break
                 text = message.get("text")
                 if message["type"] == "websocket.receive" and text is not None:
-                    connection.receive(text.encode())
+                    raw = text.encode()
+                    await recording.message(C2A, raw, exchange, "websocket")
+                    connection.receive(raw)
             await connection.done.wait()
             tasks.cancel_scope.cancel()
+        recording.ended(exchange)
+        self._left(connection.connection_id)
 
 
 async def _until_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
@@ -456,9 +529,12 @@ async def _serve(listener: Listener, sock: socket.socket) -> int | None:
                 listener.stop_all(f"ended by {signal.Signals(received[0]).name}")
                 await listener.wait_all(STOP_GRACE)
 
-            await hypercorn.asyncio.serve(
-                listener,  # type: ignore[arg-type]
-                config, shutdown_trigger=stopped, mode="asgi",
-            )  # fmt: skip
+            try:
+                await hypercorn.asyncio.serve(
+                    listener,  # type: ignore[arg-type]
+                    config, shutdown_trigger=stopped, mode="asgi",
+                )  # fmt: skip
+            finally:
+                listener.close_recordings()
             tasks.cancel_scope.cancel()
     return received[0] if received else None

@@ -34,6 +34,11 @@ if TYPE_CHECKING:
     from acp_proxy.record.recorder import SinkFactory
 
 GRACE_SECONDS = 2.0
+# An idle kept-alive client connection is kept longer than clients keep theirs in their pools
+# (httpx and undici a few seconds, aiohttp 15 s, browsers about a minute), so that the client
+# always lets it go first: a server that closes it as the client sends a request on it makes
+# that request fail (the client sees the connection reset) although nothing was wrong.
+CLIENT_KEEP_ALIVE_SECONDS = 75.0
 
 
 @dataclass
@@ -49,6 +54,8 @@ class ListenOptions:
     cert: str | None = None
     key: str | None = None
     record_credentials: bool = False
+    idle_timeout: float | None = None  # None: the proxy's default
+    client_stall: float | None = None  # None: the proxy's default
     ui: bool = False
     flush_deadline: float = FLUSH_DEADLINE
     sinks: SinkFactory | None = None  # each connection's recorder sinks (cli/sinks.py)
@@ -111,11 +118,14 @@ async def _serve(
     assert isinstance(hub, RecordingHub)
     upstream = Upstream(endpoint, options.upstream_ca, max_message=MAX_BODY_BYTES)
     feeder = HubFeeder(hub, options.max_recorder_wait)
-    app = ReverseProxy(
-        upstream, feeder,
-        ProxyOptions(url, label=options.label, record_credentials=options.record_credentials),
-        report,
-    )  # fmt: skip
+    proxy_options = ProxyOptions(
+        url, label=options.label, record_credentials=options.record_credentials
+    )
+    if options.idle_timeout is not None:
+        proxy_options.idle_timeout = options.idle_timeout
+    if options.client_stall is not None:
+        proxy_options.client_stall = options.client_stall
+    app = ReverseProxy(upstream, feeder, proxy_options, report)
     config = Config()
     config.bind = [f"fd://{sock.fileno()}"]
     config.alpn_protocols = ["h2", "http/1.1"]
@@ -124,6 +134,7 @@ async def _serve(
     config.include_server_header = False
     config.include_date_header = False
     config.graceful_timeout = GRACE_SECONDS
+    config.keep_alive_timeout = CLIENT_KEEP_ALIVE_SECONDS
     config.websocket_max_message_size = MAX_BODY_BYTES
     config.h11_max_incomplete_size = 64 * 1024
     config.backlog = 1024

@@ -10,6 +10,8 @@ Rules:
   set on them as the answer and the end come) and the frames' transport rows, and writes them
   in one transaction of their own, after the frames' own (a reader may see a frame a moment
   before its transport row, never the other way round).
+- ``carriers`` is the one answer to "how did these frames cross": ``readers.frames`` (so
+  ``show`` and ``tail``) and the inspector's detail ask it.
 - Header lists are JSON arrays of ``[name, value]`` pairs as they crossed (names lower-cased);
   a credential header's value is ``null`` unless the proxy was asked to keep credentials (it
   decides; this module stores what it is given).
@@ -24,6 +26,7 @@ from typing import Any
 import orjson
 
 from acp_proxy.store.database import error_for, write_transaction
+from acp_proxy.store.values import Carrier
 
 # Which stream a frame crossed on: a POST's body (client to agent), a POST's answer body (the
 # initialize result), the connection-scoped or a session-scoped SSE stream (a GET), a WebSocket.
@@ -39,6 +42,7 @@ EXCHANGE_COLUMNS = (
 _SETTABLE = frozenset(EXCHANGE_COLUMNS) - {"seq"}
 _JSON_COLUMNS = frozenset({"request_headers", "response_headers"})
 
+REMOTE_FORMAT = 8  # the first format with these tables
 # (connection id, frame seq, exchange seq, stream)
 TransportRow = tuple[int, int, int, str]
 
@@ -127,3 +131,20 @@ def frame_transports(db: sqlite3.Connection, connection_id: int) -> dict[int, tu
         (connection_id,),
     )
     return {seq: (exchange_seq, stream) for seq, exchange_seq, stream in cursor}
+
+
+def carriers(
+    db: sqlite3.Connection, connection_id: int, first_seq: int, last_seq: int
+) -> dict[int, Carrier]:
+    """Frame seq -> how it crossed, for the frames ``first_seq`` to ``last_seq`` (inclusive)
+    of one connection that have a transport row (none for stdio, nor before format 8)."""
+    if db.execute("PRAGMA user_version").fetchone()[0] < REMOTE_FORMAT:
+        return {}
+    cursor = db.execute(
+        "SELECT t.seq, t.stream, t.exchange_seq, e.method, e.status FROM frame_transport t "
+        "LEFT JOIN http_exchange e ON e.connection_id = t.connection_id AND e.seq = "
+        "t.exchange_seq WHERE t.connection_id = ? AND t.seq BETWEEN ? AND ?",
+        (connection_id, first_seq, last_seq),
+    )
+    return {seq: Carrier(stream, exchange, method, status) for seq, stream, exchange, method,
+            status in cursor}  # fmt: skip

@@ -340,6 +340,16 @@ UPDATE sqlite_sequence SET seq = max(seq,
     WHERE name = 'connection';
 """
 
+# Format 10: an answer is found from its request by an index (``frame_by_request``), not by
+# walking the frames after the request: the inspector's latency per row, its performance view
+# and session info, and every request/answer join (``calls``, ``rpc_calls``) look answers up
+# this way. Partial: only answers have a ``request_seq``, so the recorder pays for it on
+# answers alone.
+_SCHEMA_V10 = """
+CREATE INDEX IF NOT EXISTS frame_by_request ON frame(connection_id, request_seq)
+    WHERE request_seq IS NOT NULL;
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     _SCHEMA_V1,
     _SCHEMA_V2,
@@ -350,6 +360,7 @@ MIGRATIONS: tuple[str, ...] = (
     _SCHEMA_V7,
     _SCHEMA_V8,
     _SCHEMA_V9,
+    _SCHEMA_V10,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

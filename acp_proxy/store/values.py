@@ -62,6 +62,19 @@ class ConnectionRow:
 
 
 @dataclass(frozen=True, slots=True)
+class Carrier:
+    """How a frame of a remote connection crossed (format 8): its stream (``post``,
+    ``post_answer``, ``connection_sse``, ``session_sse``, ``websocket``) and the HTTP exchange
+    that carried it, by its number in the connection, with that exchange's method and status
+    (None while it is not answered)."""
+
+    stream: str
+    exchange: int
+    method: str | None
+    status: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class FrameRow:
     """One stored frame with what ``show`` needs: parsed columns and request latency."""
 
@@ -84,6 +97,7 @@ class FrameRow:
     message_id: str | None = None
     tool_call_id: str | None = None
     flags: tuple[str, ...] = ()  # bad_json, bad_utf8, not_jsonrpc, batch, no_newline
+    carrier: Carrier | None = None  # a remote connection's frame: how it crossed
 
 
 class RecordedFrame(NamedTuple):

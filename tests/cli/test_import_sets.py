@@ -97,3 +97,16 @@ def test_record_runs_without_click(tmp_path: Path) -> None:
     modules = imported(tmp_path, "record", "--db", str(db), "--", sys.executable, str(AGENT),
                        "echo")  # fmt: skip
     assert loaded(modules, {"click"} | ASYNC | OTHER_COMMANDS) == []
+
+
+def test_plain_replay_runs_without_click_or_an_event_loop(tmp_path: Path) -> None:
+    db = tmp_path / "rec.sqlite"
+    write_recording(db, V1_CONVERSATION, label="v1")
+    client = b"".join(raw for direction, raw in V1_CONVERSATION if direction is C2A)
+    shell = {"acp_proxy.replay.shell.loop", "acp_proxy.replay.shell.ports"}
+    modules = imported(tmp_path, "replay", "--db", str(db), "1", given=client)
+    assert loaded(modules, {"click"} | ASYNC | shell) == []
+    # Through the command line (an option the early form does not read): still no event loop.
+    modules = imported(tmp_path, "replay", "--timing", "x2", "--db", str(db), "1", given=client)
+    assert loaded(modules, ASYNC | shell) == []
+    assert "click" in modules

@@ -110,6 +110,34 @@ def test_ls_says_how_each_connection_was_carried(recorded: Path) -> None:
     assert shown.count(" websocket from 127.0.0.1:") == 2
 
 
+def test_show_says_which_stream_carried_each_frame(recorded: Path) -> None:
+    """Every frame of the SDKs' traffic has its stream, the one the recording holds."""
+    for connection_id, transport in connections(recorded):
+        done = acp("show", "--db", str(recorded), "--format", "json", str(connection_id))
+        records = [json.loads(line) for line in done.stdout.splitlines()]
+        con = sqlite3.connect(recorded)
+        try:
+            stored = con.execute(
+                "SELECT seq, stream, exchange_seq FROM frame_transport WHERE connection_id = ?"
+                " ORDER BY seq", (connection_id,),
+            ).fetchall()  # fmt: skip
+        finally:
+            con.close()
+        assert [(r["seq"], r["stream"], r["exchange"]) for r in records] == stored
+        streams = {r["stream"] for r in records}
+        if transport == "websocket":
+            assert streams == {"websocket"}
+        else:  # initialize in a POST and answered in its body, the rest on event streams
+            assert (
+                {"post", "post_answer"}
+                <= streams
+                <= {"post", "post_answer", "connection_sse", "session_sse"}
+            )
+        lines = acp("show", "--db", str(recorded), "--no-pager", str(connection_id)).stdout
+        tag = "ws#1" if transport == "websocket" else "post#1 200"
+        assert lines.splitlines()[0].split(None, 3)[3].startswith(tag)
+
+
 def test_an_export_imports_back_with_its_transport(recorded: Path, tmp_path: Path) -> None:
     again = tmp_path / "again.sqlite"
     query = ("SELECT seq, method, target, stream, status, request_headers, response_headers "

@@ -7,12 +7,17 @@ recording and the same client runs against it. It checks that
 
 * the client prints exactly the lines it printed against the real server, and exits 0;
 * the replay says, per connection, that nothing diverged, and exits 0 when stopped;
-* a client that says something else is a divergence (exit 1) with replay's account.
+* a client that says something else is a divergence (exit 1) with replay's account;
+* with ``--record``, each connection served is recorded as ``record --listen`` records one:
+  the client's messages byte for byte as it sent them to the real server, the replay's as
+  recorded, each on its stream, and the traffic follows the transport rules (``check``).
 """
 
 from __future__ import annotations
 
+import json
 import signal
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -33,8 +38,10 @@ CLIENT_TIMEOUT = 30
 
 
 @contextmanager
-def replay_listener(db: Path, ref: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    argv = [*PROXY, "replay", "--db", str(db), "--listen", "127.0.0.1:0", ref]
+def replay_listener(
+    db: Path, ref: str, *options: str
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    argv = [*PROXY, "replay", "--db", str(db), "--listen", "127.0.0.1:0", *options, ref]
     quiet = subprocess.DEVNULL
     with started(
         argv, env=run_env({}), stderr=subprocess.PIPE, stdout=quiet, stdin=quiet
@@ -123,7 +130,7 @@ def test_replay_listen_serves_the_sdk_clients(
         argv = ts_client(request.getfixturevalue("node"), request.getfixturevalue("ts_sdk"), name)
     db, expected = record_against_python_server(python_examples, tmp_path, argv, websocket)
     assert expected, "the client printed nothing against the real server"
-    with replay_listener(db, "1") as (url, listener):
+    with replay_listener(db, "1", "--record") as (url, listener):
         shown = url.replace("http://", "ws://") if websocket else url
         done = run_client(argv, shown, tmp_path)
         status, said = stop(listener)
@@ -135,6 +142,53 @@ def test_replay_listen_serves_the_sdk_clients(
     assert f"remote connection 1 ({profile})" in said
     assert said.count("No divergence.") == 1, said
     assert status == 0, said
+    assert_recorded_as_served(db, websocket)
+
+
+def frames_of(db: Path, connection_id: int) -> list[tuple[str, bytes, str | None]]:
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute(
+            "SELECT f.direction, f.raw, t.stream FROM frame f LEFT JOIN frame_transport t "
+            "ON t.connection_id = f.connection_id AND t.seq = f.seq "
+            "WHERE f.connection_id = ? ORDER BY f.seq", (connection_id,),
+        ).fetchall()  # fmt: skip
+    finally:
+        con.close()
+    return [(str(d), bytes(raw), stream) for d, raw, stream in rows]
+
+
+def assert_recorded_as_served(db: Path, websocket: bool) -> None:
+    """Connection 2 is what replay --listen --record served (connection 1 the real server's
+    traffic): the same messages both ways, each on the stream the RFD gives it."""
+    con = sqlite3.connect(db)
+    try:
+        row = con.execute(
+            "SELECT transport, status, exit_code, argv FROM connection WHERE id = 2"
+        ).fetchone()
+        assert con.execute("SELECT count(*) FROM connection").fetchone()[0] == 2
+    finally:
+        con.close()
+    assert row[:3] == ("websocket" if websocket else "http", "closed", 0), row
+    assert json.loads(row[3])[1:3] == ["replay", "--db"]
+    served, original = frames_of(db, 2), frames_of(db, 1)
+    for direction in ("c2a", "a2c"):  # the capture's frames are lines: one line break more
+        assert sorted(raw for d, raw, _ in served if d == direction) == sorted(
+            raw.removesuffix(b"\n") for d, raw, _ in original if d == direction
+        ), direction
+    streams = {(d, stream) for d, _, stream in served}
+    if websocket:
+        assert streams == {("c2a", "websocket"), ("a2c", "websocket")}
+    else:
+        assert {("c2a", "post"), ("a2c", "post_answer")} <= streams
+        assert streams <= {("c2a", "post"), ("a2c", "post_answer"), ("a2c", "connection_sse"),
+                           ("a2c", "session_sse")}  # fmt: skip
+    checked = subprocess.run(
+        [*PROXY, "check", "--db", str(db), "--select", "TRN", "--format", "json", "2"],
+        env=run_env({}), capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert json.loads(checked.stdout)["findings"] == []
 
 
 def test_a_client_that_says_something_else_diverges(python_examples: Path, tmp_path: Path) -> None:

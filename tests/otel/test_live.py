@@ -192,3 +192,32 @@ def test_the_early_launch_reads_the_otlp_options_as_the_command_does(
             through_click.otlp, through_click.otlp_content, through_click.check,
         )  # fmt: skip
     assert early_record_settings(["record", "--otlp-content", "--", "agent"]) is None
+
+
+def test_an_exchange_span_goes_out_when_it_ends_and_one_left_open_at_close(
+    receiver: otlp_receiver.Receiver,
+) -> None:
+    said: list[str] = []
+    live = LiveExport(ConnectionInfo(UID, 10**18, transport="http"), builder_options(False),
+                      OtlpSender(receiver.url), said.append, Row())  # fmt: skip
+    post = {"seq": 1, "method": "POST", "target": "/acp?token=x", "http_version": "1.1",
+            "stream": "post", "started_ns": 10**18}  # fmt: skip
+    stream = {"seq": 2, "method": "GET", "target": "/acp", "stream": "session_sse",
+              "acp_session_id": "s1", "started_ns": 10**18 + 1}  # fmt: skip
+    live.exchanged([post, stream], [(1, {"status": 202, "answered_ns": 10**18 + 5})])
+    live.exchanged([], [(2, {"status": 200, "answered_ns": 10**18 + 6}),
+                        (1, {"ended_ns": 10**18 + 7})])  # fmt: skip
+    [ended] = receiver.wait_for(1)  # before close: the POST ended, the stream did not
+    assert (ended.name, ended.end_ns - ended.start_ns) == ("POST /acp", 7)
+    assert ended.attributes["http.response.status_code"] == 202
+    live.exchanged([], [(1, {"body": "late"})])  # after its span: nothing more to send
+    live.close()
+    spans = receiver.wait_for(3)
+    left_open = next(s for s in spans if s.name == "GET /acp")
+    assert left_open.end_ns - left_open.start_ns == 5  # to its answer, as export sends it
+    assert left_open.attributes["acp.session.id"] == "s1"
+    connection = next(s for s in spans if s.name == "acp connection")
+    assert connection.attributes["acp.transport"] == "http"
+    assert {left_open.parent_id, ended.parent_id} == {connection.span_id}
+    assert len(spans) == 3
+    assert said == []

@@ -2,10 +2,11 @@
 through the proxy, interleaved in one run.
 
     python -m tests.perf.bench_remote [--repeat 5] [--pings 2000] [--updates 100000]
-                                      [--connections 100] [--per-connection 1000]
+                                      [--connections 100] [--per-connection 1000] [--otlp]
+                                      [--stream-blocks 3] [--baseline CHECKOUT]
 
-The agent is tests/perf/remote_server.py (raw ASGI on hypercorn, so that the agent costs
-little); the client runs here, on httpx (Streamable HTTP) and websockets. Per repeat, for
+The agent is tests/support/tools/remote_agent.py (raw ASGI on hypercorn, so that the agent
+costs little); the client runs here, on httpx (Streamable HTTP) and websockets. Per repeat, for
 ``direct`` (the client talks to the agent) and ``acp-proxy`` (``record --listen 127.0.0.1:0
 --upstream URL`` between them, one listener and a fresh database per repeat), alternating
 (ping blocks of 200 round trips, then each stream and the concurrent run, in an order that
@@ -15,10 +16,23 @@ rotates from repeat to repeat):
   answer (HTTP: POST, 202, the answer on the connection's event stream; WS: one message each
   way); p50 and p99 per message.
 - ``stream-http`` / ``stream-ws``: one request answered by ``--updates`` ``session/update``
-  notifications of 100 bytes of text; throughput of the notifications' bytes at the client.
+  notifications of 100 bytes of text; throughput of the notifications' bytes at the client,
+  over ``--stream-blocks`` streams per mode (the modes alternating stream by stream, each
+  block in the other order); and the listener's own CPU time per 100,000 updates (from
+  /proc: a cost that does not depend on how busy the machine is).
 - ``concurrent``: ``--connections`` Streamable HTTP connections at once, each streaming
   ``--per-connection`` notifications; the listener's peak resident memory above its idle
   memory, per connection, and its recorder process's.
+
+With ``--otlp``, a third mode, ``acp-proxy --otlp`` (a second listener of its own, sending its
+spans live to an OTLP receiver in a process of its own, tests/support/otlp_receiver.py), takes
+its turn in every alternation, and the report adds its figures and their ratio to
+``acp-proxy``'s in the same repeat: what live export costs forwarding.
+
+With ``--baseline CHECKOUT``, ``acp-proxy before`` (a listener run from another checkout's
+``acp_proxy`` package with this interpreter, e.g. ``git worktree add /tmp/before COMMIT``)
+takes its turn too, and the report adds both listeners against direct in the same repeats:
+before and after a change in one run.
 
 Every proxy run's database is checked: every message recorded, none lost. Prints medians over
 repeats, ratios and differences against direct taken within each repeat. Not run by pytest.
@@ -30,6 +44,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import os
 import signal
 import socket
@@ -67,15 +82,21 @@ def _wait_port(port: int) -> None:
     raise RuntimeError(f"nothing listens on {port}")
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO)}
+def _env(repo: Path = REPO) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(repo)}
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process so far (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @contextlib.contextmanager
 def agent() -> Iterator[str]:
     port = _free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.perf.remote_server", str(port)], env=_env(),
+        [sys.executable, str(REPO / "tests/support/tools/remote_agent.py"), str(port)], env=_env(),
         stdin=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -87,11 +108,11 @@ def agent() -> Iterator[str]:
 
 
 class Listener:
-    def __init__(self, upstream: str, db: Path) -> None:
+    def __init__(self, upstream: str, db: Path, *options: str, repo: Path = REPO) -> None:
         argv = [sys.executable, "-m", "acp_proxy", "record", "--db", str(db), "--listen",
-                "127.0.0.1:0", "--upstream", upstream]  # fmt: skip
+                "127.0.0.1:0", "--upstream", upstream, *options]  # fmt: skip
         self.process = subprocess.Popen(
-            argv, env=_env(), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE
+            argv, env=_env(repo), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
         assert self.process.stderr is not None
         line = self.process.stderr.readline().decode()
@@ -297,14 +318,52 @@ class Sampler:
         return self.peaks
 
 
-def one_repeat(upstream: str, args: argparse.Namespace, order: list[str]) -> dict[str, Any]:
-    """One repeat: one listener; direct and proxied runs alternate, ping blocks of
-    ``BLOCK`` round trips at a time, so both see the same moments of a busy machine."""
+OTLP_MODE = "acp-proxy --otlp"
+BASELINE_MODE = "acp-proxy before"
+
+
+@contextlib.contextmanager
+def otlp_collector() -> Iterator[str]:
+    """An OTLP receiver in a process of its own (it decodes every span, as a collector would)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        said = Path(scratch) / "port"
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.otlp_receiver", str(said)], env=_env(),
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 20
+            while not (said.exists() and said.read_text()) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            yield f"http://127.0.0.1:{said.read_text().split()[0]}"
+        finally:
+            process.terminate()
+            process.wait(20)
+            got = said.read_text().split()
+            print(f"the OTLP receiver got {got[1] if len(got) > 1 else '?'} spans", file=sys.stderr)
+
+
+def one_repeat(
+    upstream: str, args: argparse.Namespace, order: list[str], otlp: str | None = None
+) -> dict[str, Any]:
+    """One repeat: one listener per proxied mode; direct and proxied runs alternate, ping
+    blocks of ``BLOCK`` round trips at a time, so all see the same moments of a busy machine."""
     results: dict[str, Any] = {mode: {"ping-http": [], "ping-ws": []} for mode in order}
     with tempfile.TemporaryDirectory() as scratch:
         db = Path(scratch) / "r.sqlite"
         listener = Listener(upstream, db)
         urls = {"direct": upstream, "acp-proxy": listener.url}
+        listeners = {"acp-proxy": listener}
+        exporting = None
+        if otlp is not None:
+            exporting = Listener(upstream, Path(scratch) / "otlp.sqlite", "--otlp", otlp)
+            urls[OTLP_MODE] = exporting.url
+            listeners[OTLP_MODE] = exporting
+        baseline = None
+        if args.baseline is not None:
+            baseline = Listener(upstream, Path(scratch) / "before.sqlite", repo=args.baseline)
+            urls[BASELINE_MODE] = baseline.url
+            listeners[BASELINE_MODE] = baseline
         blocks = 0
         try:
             for start in range(0, args.pings, BLOCK):
@@ -313,16 +372,36 @@ def one_repeat(upstream: str, args: argparse.Namespace, order: list[str]) -> dic
                 for mode in order if blocks % 2 else order[::-1]:
                     results[mode]["ping-http"] += asyncio.run(ping_http(urls[mode], count))
                     results[mode]["ping-ws"] += asyncio.run(ping_ws(urls[mode], count))
-            for mode in order:
-                results[mode]["stream-http"] = asyncio.run(stream_http(urls[mode], args.updates))
-                results[mode]["stream-ws"] = asyncio.run(stream_ws(urls[mode], args.updates))
+            for block in range(args.stream_blocks):
+                for mode in order if block % 2 == 0 else order[::-1]:
+                    for profile, stream in (("http", stream_http), ("ws", stream_ws)):
+                        proxy = listeners.get(mode)
+                        used = cpu_seconds(proxy.process.pid) if proxy else 0.0
+                        seconds, size = asyncio.run(stream(urls[mode], args.updates))
+                        used = cpu_seconds(proxy.process.pid) - used if proxy else 0.0
+                        total = results[mode].setdefault(f"stream-{profile}", [0.0, 0])
+                        total[0] += seconds
+                        total[1] += size
+                        key = f"listener-cpu-100k-{profile}"
+                        cpu = results[mode].setdefault(key, 0.0) if proxy else 0.0
+                        per_100k = used / (args.stream_blocks * args.updates) * 1e5
+                        if proxy:
+                            results[mode][key] = cpu + per_100k
             pids = [listener.process.pid, listener.recorder]
             for mode in order:
                 idle = {pid: rss_kib(pid) for pid in pids}
                 sampler = Sampler(pids)
-                results[mode]["concurrent"] = asyncio.run(
-                    concurrent(urls[mode], args.connections, args.per_connection)
-                )
+                try:
+                    results[mode]["concurrent"] = asyncio.run(
+                        concurrent(urls[mode], args.connections, args.per_connection)
+                    )
+                except (RuntimeError, httpx.HTTPError) as error:
+                    if mode != BASELINE_MODE:
+                        raise
+                    # The baseline may have the faults this checkout fixed: say it, go on.
+                    print(f"{BASELINE_MODE}: the concurrent run failed ({error!r})",
+                          file=sys.stderr)  # fmt: skip
+                    results[mode]["concurrent"] = math.nan
                 peaks = sampler.stop()
                 if mode == "acp-proxy":
                     results[mode]["memory"] = {
@@ -331,13 +410,21 @@ def one_repeat(upstream: str, args: argparse.Namespace, order: list[str]) -> dic
                     }  # fmt: skip
         finally:
             listener.stop()
+            if exporting is not None:
+                exporting.stop()
+            if baseline is not None:
+                baseline.stop()
         # HTTP: each ping block opens a connection (initialize and its answer), then each
         # request and its answer (a stream's answer is its updates and the result); WS sends
         # no initialize.
         expected = 2 * blocks + 2 * args.pings + 2 * args.pings
-        expected += (2 + 2 + args.updates) + (2 + args.updates)
+        expected += args.stream_blocks * ((2 + 2 + args.updates) + (2 + args.updates))
         expected += args.connections * (2 + 2 + args.per_connection)
         _check(db, expected)
+        if exporting is not None:
+            _check(Path(scratch) / "otlp.sqlite", expected)
+        if baseline is not None and not math.isnan(results[BASELINE_MODE]["concurrent"]):
+            _check(Path(scratch) / "before.sqlite", expected)
     return results
 
 
@@ -349,12 +436,26 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=100)
     parser.add_argument("--per-connection", type=int, default=1000)
     parser.add_argument("--json", type=Path, help="write every figure here")
+    parser.add_argument(
+        "--otlp", action="store_true", help=f"also run {OTLP_MODE!r} (live export to a receiver)"
+    )
+    parser.add_argument(
+        "--stream-blocks", type=int, default=3,
+        help="each stream runs this many times per mode and repeat, the modes alternating",
+    )  # fmt: skip
+    parser.add_argument(
+        "--baseline", type=Path, metavar="CHECKOUT",
+        help=f"also run {BASELINE_MODE!r}: a listener from another checkout of acp-proxy (its "
+        "acp_proxy package, this interpreter), e.g. `git worktree add /tmp/before <commit>`",
+    )  # fmt: skip
     args = parser.parse_args()
     repeats = []
-    with agent() as upstream:
+    modes = ["direct", "acp-proxy", *([OTLP_MODE] if args.otlp else [])]
+    modes += [BASELINE_MODE] if args.baseline is not None else []
+    with agent() as upstream, otlp_collector() if args.otlp else contextlib.nullcontext() as otlp:
         for n in range(args.repeat):
-            order = ["direct", "acp-proxy"] if n % 2 == 0 else ["acp-proxy", "direct"]
-            repeats.append(one_repeat(upstream, args, order))
+            order = modes[n % len(modes) :] + modes[: n % len(modes)]  # rotates per repeat
+            repeats.append(one_repeat(upstream, args, order, otlp))
             print(f"repeat {n + 1}/{args.repeat} done", file=sys.stderr)
     if args.json:
         args.json.write_text(json.dumps(repeats))
@@ -377,7 +478,7 @@ def report(repeats: list[dict[str, Any]], args: argparse.Namespace) -> str:
             added = [b - a for a, b in zip(d, p, strict=True)]
             lines.append(
                 f"| round trip {profile} {name} (us) | {median(d):.0f} | {median(p):.0f} | "
-                f"+{median(added):.0f} us |"
+                f"{median(added):+.0f} us |"
             )
     for profile in ("http", "ws"):
         d = [r["direct"][f"stream-{profile}"][1] / r["direct"][f"stream-{profile}"][0] / 1e6
@@ -396,6 +497,11 @@ def report(repeats: list[dict[str, Any]], args: argparse.Namespace) -> str:
         f"| {args.connections} connections x {args.per_connection:,} updates (s) | "
         f"{median(d):.2f} | {median(p):.2f} | {median(ratios):.2f}x |"
     )
+    for profile in ("http", "ws"):
+        per_100k = [r["acp-proxy"][f"listener-cpu-100k-{profile}"] for r in repeats]
+        lines.append(
+            f"| listener CPU per 100,000 updates over {profile} (s) | | {median(per_100k):.2f} | |"
+        )
     memory = [r["acp-proxy"]["memory"] for r in repeats]
     per = [(m["listener_peak_kib"] - m["listener_idle_kib"]) / args.connections for m in memory]
     rec = [(m["recorder_peak_kib"] - m["recorder_idle_kib"]) / args.connections for m in memory]
@@ -409,7 +515,108 @@ def report(repeats: list[dict[str, Any]], args: argparse.Namespace) -> str:
         f"({median(rec):.0f} KiB per connection). Every proxy run's database held every "
         "message, none lost.",
     ]
+    if OTLP_MODE in repeats[0]:
+        lines += ["", *otlp_report(repeats, args)]
+    if BASELINE_MODE in repeats[0]:
+        lines += ["", *baseline_report(repeats, args)]
     return "\n".join(lines)
+
+
+def _figures(result: dict[str, Any]) -> dict[str, float]:
+    """One mode's figures of one repeat: round trips in us, streams in MB/s, the concurrent
+    run in seconds."""
+    figures = {
+        f"round trip {profile} {name} (us)": _percentile(result[f"ping-{profile}"], q)
+        for profile in ("http", "ws")
+        for name, q in (("p50", 0.5), ("p99", 0.99))
+    }
+    for profile in ("http", "ws"):
+        seconds, size = result[f"stream-{profile}"]
+        figures[f"updates over {profile} (MB/s at the client)"] = size / seconds / 1e6
+    figures["concurrent connections (s)"] = result["concurrent"]
+    for profile in ("http", "ws"):
+        if f"listener-cpu-100k-{profile}" in result:
+            figures[f"listener CPU per 100,000 updates over {profile} (s)"] = result[
+                f"listener-cpu-100k-{profile}"
+            ]
+    return figures
+
+
+def baseline_report(repeats: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
+    """This checkout's listener against the one of ``--baseline``, both against direct."""
+    median = statistics.median
+    lines = [
+        f"This checkout ('acp-proxy') against --baseline {args.baseline} ({BASELINE_MODE!r}), "
+        "same repeats:",
+        "",
+        f"| figure | direct | {BASELINE_MODE} | acp-proxy | {BASELINE_MODE} vs direct | "
+        "acp-proxy vs direct |",
+        "|---|---|---|---|---|---|",
+    ]
+    per_repeat = [{mode: _figures(r[mode]) for mode in ("direct", BASELINE_MODE, "acp-proxy")}
+                  for r in repeats]  # fmt: skip
+    for name in per_repeat[0][BASELINE_MODE]:
+        d, b, p = ([r[mode].get(name, 0.0) for r in per_repeat] for mode in
+                   ("direct", BASELINE_MODE, "acp-proxy"))  # fmt: skip
+        digits = 0 if "(us)" in name else 2
+        if "(us)" in name:
+            against = [f"{median([y - x for x, y in zip(d, v, strict=True)]):+.0f} us"
+                       for v in (b, p)]  # fmt: skip
+        elif "MB/s" in name:
+            against = [f"{median([y / x for x, y in zip(d, v, strict=True)]):.2f}x" for v in (b, p)]
+        elif "CPU" in name:
+            against = ["", ""]
+        else:  # seconds: direct's time over the proxy's, above 1 is faster
+            against = [f"{median([x / y for x, y in zip(d, v, strict=True)]):.2f}x" for v in (b, p)]
+        shown = name.replace("concurrent connections",
+                             f"{args.connections} x {args.per_connection:,} updates")  # fmt: skip
+        if name.startswith("updates over"):
+            shown = f"{args.updates:,} {name}"
+        failed = sum(math.isnan(value) for value in b)
+        if failed:  # the baseline's concurrent runs that failed are left out, and said
+            kept = [i for i, value in enumerate(b) if not math.isnan(value)] or [0]
+            d, b, p = ([v[i] for i in kept] for v in (d, b, p))
+            shown += f" (before failed in {failed} of {len(repeats)} repeats)"
+            if "(s)" in name:
+                against[0] = f"{median([x / y for x, y in zip(d, b, strict=True)]):.2f}x"
+        direct_shown = "" if "CPU" in name else f"{median(d):.{digits}f}"
+        lines.append(
+            f"| {shown} | {direct_shown} | {median(b):.{digits}f} | {median(p):.{digits}f} | "
+            f"{against[0]} | {against[1]} |"
+        )
+    lines += ["", "Against direct per repeat, then the median: round trips as time added, "
+              "streams as throughput ratios, the concurrent run as direct's time over the "
+              "proxy's (above 1 is faster than direct)."]  # fmt: skip
+    return lines
+
+
+def otlp_report(repeats: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
+    """``acp-proxy --otlp`` against ``acp-proxy``, both against direct, ratios per repeat."""
+    median = statistics.median
+    lines = [
+        f"Live OTLP export ({OTLP_MODE!r}: a listener of its own, its spans sent to an OTLP "
+        "receiver process), same repeats:",
+        "",
+        f"| figure | direct | acp-proxy | {OTLP_MODE} | {OTLP_MODE} / acp-proxy |",
+        "|---|---|---|---|---|",
+    ]
+    per_repeat = [{mode: _figures(r[mode]) for mode in ("direct", "acp-proxy", OTLP_MODE)}
+                  for r in repeats]  # fmt: skip
+    for name in per_repeat[0]["direct"]:
+        d, p, o = ([r[mode][name] for r in per_repeat] for mode in
+                   ("direct", "acp-proxy", OTLP_MODE))  # fmt: skip
+        ratios = [b / a for a, b in zip(p, o, strict=True)]
+        shown = name.replace("updates", f"{args.updates:,} updates").replace(
+            "concurrent connections", f"{args.connections} x {args.per_connection:,} updates"
+        )
+        digits = 0 if "(us)" in name else 2
+        lines.append(
+            f"| {shown} | {median(d):.{digits}f} | {median(p):.{digits}f} | "
+            f"{median(o):.{digits}f} | {median(ratios):.2f}x |"
+        )
+    lines += ["", "Ratios per repeat, then the median: above 1 is slower for times (us, s), "
+              "faster for MB/s."]  # fmt: skip
+    return lines
 
 
 if __name__ == "__main__":

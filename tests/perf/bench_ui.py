@@ -3,7 +3,7 @@ conversation, many live clients, live delay, and forwarding.
 
     python -m tests.perf.bench_ui [--frames 100000 1000000] [--repeat 5] [--live 200]
         [--conversation 100000] [--clients 50 --rate 1000 --seconds 10]
-        [--forward-repeat 5] [--forward-count 300000] [--source CHECKOUT]
+        [--forward-repeat 5] [--forward-count 300000] [--source CHECKOUT] [--against CHECKOUT]
 
 Needs the ``ui`` and ``test`` extras and Debian's chromium (``.ci/install-chromium``).
 
@@ -31,8 +31,11 @@ Needs the ``ui`` and ``test`` extras and Debian's chromium (``.ci/install-chromi
   Reported: MB/s medians and the median of the per-repeat ratio (with page / without).
 
 ``--source`` measures another checkout's ``acp-proxy ui`` (the code before a change) with the
-same page and clients. Prints one Markdown table per part; ``--json FILE`` also writes every
-measurement.
+same page and clients; ``--against`` measures a second checkout in the same run for the first
+screen and the frame by URL, its repeats interleaved with this one's (the order alternating),
+and prints the ratios: on a busy machine only figures from one run compare. Also printed: the
+load average at the start and the end, and how long each server took to say its address
+(outside the page's figures). ``--json FILE`` also writes every measurement.
 """
 
 from __future__ import annotations
@@ -40,7 +43,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import sqlite3
 import statistics
@@ -61,25 +63,14 @@ from acp_proxy.protocol.wire import Frame
 from acp_proxy.store.database import connect
 from acp_proxy.store.writer import NewConnection, RecordingWriter
 from tests.perf import client as perf_client
-
-REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]  # fmt: skip
-ADDRESS = re.compile(rb"acp-proxy: ui at (http://\S+)")
-
+from tests.support import ui_server
+from tests.support.ui_server import CHROMIUM, CHROMIUM_ARGS, REPO
 
 SOURCE = [REPO]  # the checkout whose acp-proxy ui is measured (--source: another one)
 
 
 def env() -> dict[str, str]:
-    environ = dict(os.environ)
-    environ["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(SOURCE[0]), environ.get("PYTHONPATH")) if p
-    )
-    return environ
+    return ui_server.env(SOURCE[0])
 
 
 def _line(message: dict[str, Any]) -> bytes:
@@ -142,27 +133,17 @@ def make_recording(path: Path, count: int) -> None:
 
 
 class Ui:
-    """An ``acp-proxy ui`` process on a database."""
+    """An ``acp-proxy ui`` process of the measured checkout on a database
+    (tests/support/ui_server.py starts it, as it does for the tests)."""
 
     def __init__(self, db: Path, log: Path) -> None:
-        argv = [sys.executable, "-m", "acp_proxy", "ui", "--no-open", "--db", str(db)]
-        self.log = log
-        with log.open("wb") as sink:
-            # In the measured checkout: ``python -m`` looks in the working directory first.
-            self.process = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=sink,
-                env=env(), cwd=SOURCE[0],
-            )  # fmt: skip
-        deadline = time.monotonic() + 60
-        while not (found := ADDRESS.search(log.read_bytes())):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"acp-proxy ui did not start: {log.read_text()}")
-            time.sleep(0.02)
-        self.url = found.group(1).decode()
+        t = time.perf_counter()
+        served = ui_server.launch_ui(["--db", str(db)], log, source=SOURCE[0], timeout=60)
+        self.start_ms = (time.perf_counter() - t) * 1000  # until it said its address
+        self.served, self.process, self.url = served, served.process, served.url
 
     def close(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=10)
+        ui_server.stop_ui(self.served)
 
 
 def median(values: list[float]) -> float:
@@ -177,58 +158,109 @@ def percentile(values: list[float], p: float) -> float:
 # --------------------------------------------------------------------------- first screen
 
 
-def first_screen(browser: Any, folder: Path, count: int, repeat: int) -> dict[str, Any]:
-    import urllib.request
-
+def first_screen(
+    browser: Any, folder: Path, count: int, repeat: int, sources: list[Path]
+) -> dict[str, Any]:
+    """Per repeat, each of ``sources`` in turn (the order alternating): see the module's doc."""
     db = folder / f"frames-{count}.sqlite"
     started = time.perf_counter()
     make_recording(db, count)
     built = time.perf_counter() - started
-    page_ms, api_ms, jump_ms, url_ms = [], [], [], []
-    middle = count // 2
+    names = ["page_ms", "api_ms", "jump_ms", "url_ms", "start_ms"]
+    measured: dict[str, dict[str, list[float]]] = {
+        str(s): {name: [] for name in names} for s in sources
+    }
+    readable = {source: _readable_by(source, db) for source in sources}
     for index in range(repeat):
-        ui = Ui(db, folder / f"ui-{count}-{index}.log")
+        order = sources if index % 2 == 0 else sources[::-1]
+        for source in order:
+            SOURCE[0] = source
+            found = _first_screen_once(browser, folder, readable[source], count, index)
+            for name in names:
+                measured[str(source)][name] += found[name]
+    SOURCE[0] = sources[0]
+    return {"frames": count, "db_mb": db.stat().st_size / 1e6, "built_s": built,
+            **measured[str(sources[0])], "sources": measured}  # fmt: skip
+
+
+# What each format added that an older checkout's reader would refuse: dropped from a copy.
+_ADDED_IN = {10: "DROP INDEX frame_by_request"}
+
+
+def _readable_by(source: Path, db: Path) -> Path:
+    """``db``, or a copy of it in the newest format ``source``'s code reads (the code before a
+    change may read an older format only; what the newer formats added is left out)."""
+    from acp_proxy.store.schema import SCHEMA_VERSION
+
+    said = subprocess.run(
+        [sys.executable, "-c", "from acp_proxy.store.schema import SCHEMA_VERSION as v; print(v)"],
+        check=True, capture_output=True, text=True, env=ui_server.env(source), cwd=source,
+    )  # fmt: skip
+    theirs = int(said.stdout)
+    if theirs >= SCHEMA_VERSION:
+        return db
+    copy = db.with_name(f"{db.stem}-format-{theirs}.sqlite")
+    if not copy.exists():
+        shutil.copy(db, copy)
+        handle = sqlite3.connect(copy)
+        for version in range(SCHEMA_VERSION, theirs, -1):
+            if version not in _ADDED_IN:
+                raise SystemExit(f"{source} reads format {theirs}: no way down from {version}")
+            handle.execute(_ADDED_IN[version])
+        handle.execute(f"PRAGMA user_version = {theirs}")
+        handle.commit()
+        handle.close()
+    return copy
+
+
+def _first_screen_once(
+    browser: Any, folder: Path, db: Path, count: int, index: int
+) -> dict[str, list[float]]:
+    import urllib.request
+
+    page_ms, api_ms, jump_ms, url_ms, start_ms = [], [], [], [], []
+    middle = count // 2
+    ui = Ui(db, folder / f"ui-{count}-{index}.log")
+    start_ms.append(ui.start_ms)
+    try:
+        # Alternate which comes first on the cold server: the page, or the bare API call.
+        context = browser.new_context(viewport={"width": 1400, "height": 820})
+        page = context.new_page()
+        if index % 2:
+            t = time.perf_counter()
+            with urllib.request.urlopen(ui.url + "api/connections/1/rows?limit=100") as r:
+                r.read()
+            api_ms.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        page.goto(f"{ui.url}#view=timeline&c=1")
+        page.wait_for_selector("#spacer .row", timeout=60_000)
+        page_ms.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        page.goto(f"{ui.url}#view=timeline&c=1&f={middle}")
+        _wait_row(page, middle)
+        jump_ms.append((time.perf_counter() - t) * 1000)
+        context.close()
+        # The same link opened in a page of its own (a fresh browser context).
+        context = browser.new_context(viewport={"width": 1400, "height": 820})
+        page = context.new_page()
+        t = time.perf_counter()
+        page.goto(f"{ui.url}#view=timeline&c=1&f={middle + 1}")
+        _wait_row(page, middle + 1)
+        url_ms.append((time.perf_counter() - t) * 1000)
+        context.close()
+    finally:
+        ui.close()
+    if not index % 2:
+        ui = Ui(db, folder / f"ui-{count}-{index}-api.log")
         try:
-            # Alternate which comes first on the cold server: the page, or the bare API call.
-            context = browser.new_context(viewport={"width": 1400, "height": 820})
-            page = context.new_page()
-            if index % 2:
-                t = time.perf_counter()
-                with urllib.request.urlopen(ui.url + "api/connections/1/rows?limit=100") as r:
-                    r.read()
-                api_ms.append((time.perf_counter() - t) * 1000)
             t = time.perf_counter()
-            page.goto(f"{ui.url}#view=timeline&c=1")
-            page.wait_for_selector("#spacer .row", timeout=60_000)
-            page_ms.append((time.perf_counter() - t) * 1000)
-            t = time.perf_counter()
-            page.goto(f"{ui.url}#view=timeline&c=1&f={middle}")
-            _wait_row(page, middle)
-            jump_ms.append((time.perf_counter() - t) * 1000)
-            context.close()
-            # The same link opened in a page of its own (a fresh browser context).
-            context = browser.new_context(viewport={"width": 1400, "height": 820})
-            page = context.new_page()
-            t = time.perf_counter()
-            page.goto(f"{ui.url}#view=timeline&c=1&f={middle + 1}")
-            _wait_row(page, middle + 1)
-            url_ms.append((time.perf_counter() - t) * 1000)
-            context.close()
+            with urllib.request.urlopen(ui.url + "api/connections/1/rows?limit=100") as r:
+                r.read()
+            api_ms.append((time.perf_counter() - t) * 1000)
         finally:
             ui.close()
-        if not index % 2:
-            ui = Ui(db, folder / f"ui-{count}-{index}-api.log")
-            try:
-                t = time.perf_counter()
-                with urllib.request.urlopen(ui.url + "api/connections/1/rows?limit=100") as r:
-                    r.read()
-                api_ms.append((time.perf_counter() - t) * 1000)
-            finally:
-                ui.close()
-    return {
-        "frames": count, "db_mb": db.stat().st_size / 1e6, "built_s": built,
-        "page_ms": page_ms, "api_ms": api_ms, "jump_ms": jump_ms, "url_ms": url_ms,
-    }  # fmt: skip
+    return {"page_ms": page_ms, "api_ms": api_ms, "jump_ms": jump_ms, "url_ms": url_ms,
+            "start_ms": start_ms}  # fmt: skip
 
 
 _ROW_ON_SCREEN = """seq => [...document.querySelectorAll('#spacer .row')].some(
@@ -537,6 +569,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=10.0, help="fan-out duration")
     parser.add_argument("--source", type=Path, default=REPO,
                         help="the checkout whose acp-proxy ui is measured")  # fmt: skip
+    parser.add_argument("--against", type=Path,
+                        help="another checkout measured in the same run (first screen, frame "
+                             "by URL), repeats interleaved: the code before a change")  # fmt: skip
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     SOURCE[0] = args.source.resolve()
@@ -548,8 +583,9 @@ def main(argv: list[str] | None = None) -> int:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
                                                  args=CHROMIUM_ARGS)  # fmt: skip
+            sources = [SOURCE[0], *([args.against.resolve()] if args.against else [])]
             report["first_screen"] = [
-                first_screen(browser, folder, n, args.repeat) for n in args.frames
+                first_screen(browser, folder, n, args.repeat, sources) for n in args.frames
             ]
             if args.conversation:
                 report["conversation"] = conversation(browser, folder, args.conversation,
@@ -563,15 +599,31 @@ def main(argv: list[str] | None = None) -> int:
             report["forwarding"] = forwarding(folder, args.forward_repeat, args.forward_count)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+    report["load_after"] = os.getloadavg()
+    print(f"load average at the start {report['load'][0]:.2f}, at the end "
+          f"{report['load_after'][0]:.2f} (1 min; {os.cpu_count()} cores)")  # fmt: skip
     if report["first_screen"]:
-        print("| frames | database | first screen (page) | first rows (API) | jump to middle "
-              "| middle frame by URL (new page) |")  # fmt: skip
-        print("|---:|---:|---:|---:|---:|---:|")
+        sources = list(report["first_screen"][0]["sources"])
+        print(f"\nmedians of {args.repeat} (a fresh server and browser context each)"
+              + (f"; `{sources[1]}` measured in the same run, repeats interleaved"
+                 if len(sources) > 1 else ""))  # fmt: skip
+        print("\n| frames | database | checkout | first screen (page) | first rows (API) "
+              "| jump to middle | middle frame by URL (new page) "
+              "| server start to address |")  # fmt: skip
+        print("|---:|---:|---|---:|---:|---:|---:|---:|")
+    keys = ("page_ms", "api_ms", "jump_ms", "url_ms", "start_ms")
     for part in report["first_screen"]:
-        page, api, jump, url = (median(part.get(k, [])) for k in
-                                ("page_ms", "api_ms", "jump_ms", "url_ms"))  # fmt: skip
-        print(f"| {part['frames']:,} | {part['db_mb']:.0f} MB | {page:.0f} ms | {api:.0f} ms "
-              f"| {jump:.0f} ms | {url:.0f} ms |")  # fmt: skip
+        figures = {}
+        for source, found in part["sources"].items():
+            figures[source] = [median(found[k]) for k in keys]
+            name = "this" if source == str(SOURCE[0]) else Path(source).name
+            print(f"| {part['frames']:,} | {part['db_mb']:.0f} MB | {name} | "
+                  + " | ".join(f"{x:.0f} ms" for x in figures[source]) + " |")  # fmt: skip
+        if len(figures) == 2:
+            this, other = figures.values()
+            print(f"| {part['frames']:,} | | ratio this / other | "
+                  + " | ".join(f"{a / b:.2f}" for a, b in zip(this, other, strict=True))
+                  + " |")  # fmt: skip
     if "conversation" in report:
         c = report["conversation"]
         print(

@@ -51,3 +51,57 @@ def test_a_line_past_the_bound_is_refused() -> None:
     reader.feed(b"data: 1234")
     with pytest.raises(SseTooLong):
         reader.feed(b"56789")
+
+
+def _reference(stream: bytes) -> list[SseEvent]:
+    """The HTML standard's event stream interpretation, line by line, the whole stream at once
+    (as the reader treats it: a CR at the very end ends its line)."""
+    events: list[SseEvent] = []
+    data: list[bytes] = []
+    name: bytes | None = None
+    last_id: bytes | None = None
+    lines = stream.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+    for line in lines[:-1]:
+        if not line:
+            if data:
+                events.append(SseEvent(b"\n".join(data), name, last_id))
+            data, name = [], None
+            continue
+        if line.startswith(b":"):
+            continue
+        field, colon, value = line.partition(b":")
+        if colon and value.startswith(b" "):
+            value = value[1:]
+        if field == b"data":
+            data.append(value)
+        elif field == b"event":
+            name = value
+        elif field == b"id":
+            last_id = value
+    return events
+
+
+_PIECES = st.sampled_from([
+    b'data: {"jsonrpc":"2.0","method":"session/update"}\n\n', b"data: x\n\n", b"data: \n\n",
+    b"data: a\r\n\r\n", b"data:b\n\n", b"data: c\ndata: d\n\n", b": keepalive\n\n", b"\n",
+    b"event: message\n", b"id: 9\n", b"retry: 5\n", b"data: e\r\r", b"data: f", b"\r", b"\n\n",
+])  # fmt: skip
+
+
+@given(st.lists(_PIECES, max_size=30), st.lists(st.integers(min_value=0), max_size=8))
+def test_the_fast_paths_read_as_the_standard_says(pieces: list[bytes], cuts: list[int]) -> None:
+    stream = b"".join(pieces)
+    points = [0, *sorted(cut % (len(stream) + 1) for cut in cuts), len(stream)]
+    chunks = [stream[a:b] for a, b in itertools.pairwise(points)]
+    expected = _reference(stream)
+    events = _read(chunks)[0]
+    assert events == expected
+    reader = SseReader()
+    assert [data for chunk in chunks for data in reader.feed_data(chunk)] == [
+        event.data for event in expected
+    ]
+
+
+def test_a_plain_event_past_the_bound_is_refused() -> None:
+    with pytest.raises(SseTooLong):
+        SseReader(max_line=10).feed(b"data: 12345\n\ndata: 1\n\n")

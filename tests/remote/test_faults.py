@@ -6,10 +6,7 @@ import contextlib
 import os
 import socket
 import sqlite3
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +15,10 @@ import orjson
 import pytest
 
 from tests.support.remote_peers import (
-    TOOLS,
     Listener,
-    env,
+    fake_agent,
     free_port,
     python_server,
-    wait_for_port,
 )
 
 pytestmark = [pytest.mark.timeout(90)]
@@ -35,21 +30,6 @@ JSON = {"content-type": "application/json"}
 def _rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
     with contextlib.closing(sqlite3.connect(db)) as conn:
         return conn.execute(sql).fetchall()
-
-
-@contextlib.contextmanager
-def _flood_server(log: Path, events: int, size: int) -> Iterator[str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, str(TOOLS / "flood_server.py"), str(port), str(log), str(events),
-         str(size)], env=env(), stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        wait_for_port(port, process)
-        yield f"http://127.0.0.1:{port}/acp"
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 def test_an_unreachable_upstream_gets_a_502_said_once(tmp_path: Path) -> None:
@@ -113,7 +93,7 @@ def test_unknown_ids_bad_json_and_oversized_bodies_pass_or_are_refused(
 def test_a_client_gone_mid_stream_ends_its_exchange(tmp_path: Path) -> None:
     db = tmp_path / "r.db"
     with (
-        _flood_server(tmp_path / "log", 1_000_000, 100) as upstream,
+        fake_agent(tmp_path / "log", "--flood", "1000000", "100") as upstream,
         Listener(db, upstream) as listener,
     ):
         opened = httpx.post(listener.url, content=INITIALIZE, headers=JSON)
@@ -146,7 +126,10 @@ def _rss_kib(pid: int) -> int:
 def test_a_slow_reader_is_ended_with_bounded_memory(tmp_path: Path) -> None:
     db = tmp_path / "r.db"
     log = tmp_path / "log"
-    with _flood_server(log, 200_000, 1000) as upstream, Listener(db, upstream) as listener:
+    with (
+        fake_agent(log, "--flood", "200000", "1000") as upstream,
+        Listener(db, upstream, "--client-stall", "1") as listener,
+    ):
         opened = httpx.post(listener.url, content=INITIALIZE, headers=JSON)
         cid = opened.headers["acp-connection-id"]
         before = _rss_kib(listener.process.pid)
@@ -210,7 +193,7 @@ def test_a_stopped_recorder_costs_frames_counted_never_forwarding(tmp_path: Path
     db = tmp_path / "r.db"
     events = 40_000
     with (
-        _flood_server(tmp_path / "log", events, 1000) as upstream,
+        fake_agent(tmp_path / "log", "--flood", str(events), str(1000)) as upstream,
         Listener(db, upstream, "--max-recorder-wait", "0.2") as listener,
     ):
         [recorder] = _children(listener.process.pid)

@@ -72,9 +72,12 @@ class Listening:
 
 @pytest.fixture
 def listening(tmp_path: Path) -> Iterator[Listening]:
-    db = tmp_path / "r.sqlite"
+    yield from listen_to(tmp_path / "r.sqlite")
+
+
+def listen_to(db: Path, *options: str) -> Iterator[Listening]:
     write_recording(db, EXCHANGE, label="served")
-    argv = [sys.executable, "-m", "acp_proxy", "replay", "--db", str(db)]
+    argv = [sys.executable, "-m", "acp_proxy", "replay", "--db", str(db), *options]
     argv += ["--listen", "127.0.0.1:0", "--timeout", "10", "served"]
     quiet = subprocess.DEVNULL
     with started(argv, stdin=quiet, stdout=quiet, stderr=subprocess.PIPE) as process:
@@ -278,3 +281,53 @@ def test_what_the_transport_refuses(listening: Listening) -> None:
         assert json.loads(refused.content) == {"error": "method not allowed"}
     status, said = listening.stop()
     assert status == 1, said  # no connection was served: nothing matched the recording
+
+
+def test_recorded_refusals_and_a_connection_left_open(tmp_path: Path) -> None:
+    """With --record: a refusal on a served connection is an exchange with its status (the
+    refused body is no frame), and a connection the client never ended is ``dropped`` when
+    the listener stops."""
+    import sqlite3
+
+    db = tmp_path / "r.sqlite"
+    served = listen_to(db, "--record")
+    listening = next(served)
+    with httpx.Client(timeout=10) as client:
+        opened = client.post(listening.url, content=body(INITIALIZE), headers=JSON)
+        assert opened.status_code == 200
+        on_it = {**JSON, "Acp-Connection-Id": opened.headers["acp-connection-id"]}
+        assert client.post(listening.url, content=body(PROMPT), headers=on_it).status_code == 400
+        assert client.post(listening.url, content=body(NEW), headers=JSON).status_code == 400
+    status, said = listening.stop()
+    served.close()
+    assert status == 1, said  # stopped before the conversation was over
+    con = sqlite3.connect(db)
+    try:
+        row = con.execute(
+            "SELECT transport, status, error, exit_code, remote_connection_id FROM connection "
+            "WHERE id = 2"
+        ).fetchone()
+        where = con.execute(
+            "SELECT listen_url, client_address, remote_url FROM connection WHERE id = 2"
+        ).fetchone()
+        exchanges = con.execute(
+            "SELECT seq, method, stream, status, acp_connection_id FROM http_exchange "
+            "WHERE connection_id = 2 ORDER BY seq"
+        ).fetchall()
+        frames = con.execute(
+            "SELECT f.direction, f.raw, t.exchange_seq, t.stream FROM frame f JOIN "
+            "frame_transport t ON t.connection_id = f.connection_id AND t.seq = f.seq "
+            "WHERE f.connection_id = 2 ORDER BY f.seq"
+        ).fetchall()
+        assert con.execute("SELECT count(*) FROM connection").fetchone()[0] == 2
+    finally:
+        con.close()
+    connection_id = opened.headers["acp-connection-id"]
+    assert row == ("http", "dropped", "the listener stopped with the connection open", 1,
+                   connection_id)  # fmt: skip
+    assert (where[0], where[2]) == (listening.url, None)
+    assert where[1].startswith("127.0.0.1:")
+    assert exchanges == [(1, "POST", "post", 200, None), (2, "POST", "post", 400, connection_id)]
+    assert frames == [
+        ("c2a", body(INITIALIZE), 1, "post"), ("a2c", body(AGENT[0]), 1, "post_answer"),
+    ]  # fmt: skip

@@ -11,7 +11,6 @@ holds the committed ones); without it nothing is written outside the test's fold
 from __future__ import annotations
 
 import shutil
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from tests.support.ui_server import (
     Served,
     in_ci,
     start_ui,
+    stop_ui,
 )
 
 
@@ -38,12 +38,7 @@ def serve_ui(tmp_path: Path) -> Iterator[Callable[..., Served]]:
 
     yield start
     for served in started:
-        served.process.terminate()
-        try:
-            served.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            served.process.kill()
-            served.process.wait()
+        stop_ui(served)
 
 
 @pytest.fixture(scope="session")

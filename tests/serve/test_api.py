@@ -4,8 +4,10 @@ stream's resume, the JSON endpoints, recording files as REF, and its read-only p
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -81,12 +83,16 @@ def test_nothing_but_reads_and_the_headers_say_so(served: Served, db_path: Path)
         assert response.status_code == 405, method
     page = get(served, "")
     csp = page.headers["content-security-policy"]
-    assert "script-src 'self'" in csp
+    # The page's own files, and its one inline start-up script by its hash: no other.
+    inline = re.findall(r"<script>(.*?)</script>", page.text, re.DOTALL)
+    assert len(inline) == 1
+    digest = base64.b64encode(hashlib.sha256(inline[0].encode()).digest()).decode()
+    assert f"script-src 'self' 'sha256-{digest}';" in csp
     assert "unsafe-inline" not in csp
     assert "default-src 'none'" in csp
     assert page.headers["x-content-type-options"] == "nosniff"
-    assert '<script type="module" src="static/app.js"' in page.text
-    assert "<script>" not in page.text
+    assert '<script type="module" src="static/page.js"' in page.text
+    assert len(re.findall(r"<script", page.text)) == 2
     for path in ("api/connections", "api/connections/2/rows", "api/connections/2/frames/1",
                  "api/connections/1/conversation", "api/connections/1/latency",
                  "api/connections/1/findings", "api/diff?a=1&b=2"):  # fmt: skip
@@ -114,7 +120,8 @@ def test_rows_collapse_a_chunk_run_and_filter(served: Served) -> None:
     run_frames = get(served, "api/connections/2/frames", params={"first": 2, "last": 6})
     assert [f["seq"] for f in run_frames.json()["frames"]] == [2, 3, 4, 5, 6]
     located = get(served, "api/connections/2/locate", params={"seq": 4}).json()
-    assert located == {"index": 1, "total": 3, "caught_up": True, "behind": False}
+    assert located == {"index": 1, "total": 3, "caught_up": True, "behind": False,
+                       "scanned_seq": 7}  # fmt: skip
     # A timeline that starts at a frame: positions count from there, the run is cut there.
     started = get(served, "api/connections/2/rows", params={"from": 4}).json()
     assert [(r["first_seq"], r["count"]) for r in started["rows"]] == [(4, 3), (7, 1)]
@@ -146,6 +153,22 @@ def test_frame_detail_pair_bytes_descriptions_and_findings(served: Served) -> No
     # No initialize, no session/new: the prompt names a session nobody opened.
     assert any(f["seq"] == 1 and f["fix"] for f in checked["findings"]), checked
     assert any(f["rule"] for f in get(served, "api/connections/2/frames/1").json()["findings"])
+
+
+def test_a_remote_frame_detail_says_which_stream_carried_it(db_path: Path, serve_ui: Any) -> None:
+    from tests.support.remote_recordings import http_exchanges, http_frames, write_remote
+
+    write_remote(db_path, "http", http_exchanges(), http_frames())
+    write_recording(db_path, CHUNKED, label="stdio")
+    served: Served = serve_ui("--db", str(db_path))
+    carried = [get(served, f"api/connections/1/frames/{seq}").json()["carrier"] for seq in (3, 6)]
+    assert carried == [
+        {"stream": "post", "exchange": 3, "status": 202,
+         "text": "HTTP POST body, exchange 3, status 202"},
+        {"stream": "session_sse", "exchange": 4, "status": 200,
+         "text": "session SSE stream, exchange 4"},
+    ]  # fmt: skip
+    assert "carrier" not in get(served, "api/connections/2/frames/1").json()
 
 
 def test_frame_detail_of_json_nested_without_limit(db_path: Path, serve_ui: Any) -> None:

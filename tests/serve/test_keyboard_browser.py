@@ -272,6 +272,13 @@ def test_a_hundred_thousand_frames(db_path: Path, serve_ui: Any, page: Any) -> N
     assert counts[1:4] == [3, 3, 3]
     assert len(counts) <= 400  # one page of arrows, not 100,000
 
+    # The performance view shows the calls at once and the turns as the recording is read.
+    page.goto(f"{served.url}#view=performance&c=1")
+    page.wait_for_selector("#waterfall g.call", state="attached")
+    assert "reading the recording" in page.text_content("#turns-status")
+    wait_for(lambda: "reading" not in page.text_content("#turns-status"), "every turn read", 60)
+    assert page.locator("#turns tbody tr").count() == 1
+
     # The conversation shows its first items at once, while the rest is still read.
     page.goto(f"{served.url}#view=conversation&c=1")
     page.wait_for_selector("#conversation .item.agent")

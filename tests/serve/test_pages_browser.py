@@ -153,3 +153,14 @@ def test_diff_shows_the_differing_frame(tmp_path: Path, serve_ui: Any, page: Any
     page.select_option('select[name="b"]', "1")
     wait_for(lambda: "The same" in (page.text_content("#verdict") or ""), "equal recordings")
     assert "b=1" in page.url
+
+
+def test_a_remote_frame_detail_shows_its_stream(db_path: Path, serve_ui: Any, page: Any) -> None:
+    from tests.support.remote_recordings import http_exchanges, http_frames, write_remote
+
+    write_remote(db_path, "http", http_exchanges(), http_frames())
+    served = serve_ui("--db", str(db_path))
+    page.goto(f"{served.url}#view=timeline&c=1&f=2")
+    page.wait_for_selector("#detail #carrier")
+    shown = page.text_content("#detail #carrier")
+    assert shown == "via HTTP POST answer body, exchange 1, status 200"

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from acp_proxy.errors import RecordingError, UnknownRecording
+from acp_proxy.store import ui_reads
 from acp_proxy.store.database import connect
 from acp_proxy.store.refs import resolve_ref
-from acp_proxy.store.schema import _VIEWS, MIGRATIONS, SCHEMA_VERSION
+from acp_proxy.store.schema import _VIEWS, MIGRATIONS, SCHEMA_VERSION, statements
 from acp_proxy.store.writer import NewConnection, RecordingWriter
 from tests.support.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
 from tests.support.helpers import observe_all, write_recording
@@ -141,7 +142,7 @@ def test_format_2_is_rebuilt_with_every_frame_kept(tmp_path: Path) -> None:
     query = "SELECT * FROM frames WHERE connection_id = ? ORDER BY seq"
     assert db.execute(query, (old_id,)).fetchall()
     indexes = {row[1] for row in db.execute("PRAGMA index_list(frame)")}
-    assert indexes == {"frame_by_connection_seq", "frame_by_session"}
+    assert indexes == {"frame_by_connection_seq", "frame_by_session", "frame_by_request"}
     fresh = sqlite3.connect(new)
     rows = "SELECT id, seq, raw, kind, rpc_id, method, session_id FROM frame ORDER BY id"
     assert db.execute(rows).fetchall() == fresh.execute(rows).fetchall()
@@ -229,3 +230,39 @@ def test_eight_writers_at_once(db_path: Path) -> None:
     db = sqlite3.connect(db_path)
     counts = db.execute("SELECT count(*) FROM frame GROUP BY connection_id").fetchall()
     assert counts == [(len(records),)] * 8
+
+
+def test_format_10_finds_answers_by_their_request(tmp_path: Path) -> None:
+    # A format 9 database: opened for writing it gets the answers' index; read as it is (the
+    # inspector opens read-only), answers are still found, by walking from the request.
+    old = tmp_path / "old.sqlite"
+    db = sqlite3.connect(old, isolation_level=None)
+    for version in range(9):
+        for statement in statements(MIGRATIONS[version]):
+            db.execute(statement)
+    db.executescript(_VIEWS)
+    db.execute("PRAGMA user_version = 9")
+    db.close()
+    cid = write_recording(old, V1_CONVERSATION)  # migrates: written by this code
+    reader = sqlite3.connect(f"file:{old}?mode=ro", uri=True)
+    assert ui_reads.has_answer_index(reader)
+    plan = reader.execute(
+        "EXPLAIN QUERY PLAN SELECT resp.seq FROM frame req LEFT JOIN frame resp "
+        "ON resp.connection_id = req.connection_id AND resp.request_seq = req.seq "
+        "WHERE req.connection_id = ? AND req.kind = 'request'",
+        (cid,),
+    ).fetchall()
+    assert any("frame_by_request" in str(step) for step in plan), plan
+    frames = reader.execute(
+        "SELECT seq, kind, request_seq FROM frame WHERE connection_id = ?", (cid,)
+    ).fetchall()
+    answered = {request: seq for seq, _, request in frames if request is not None}
+    requests = [seq for seq, kind, _ in frames if kind == "request"]
+    assert answered  # the conversation has answers to look up
+    indexed = [ui_reads.answer_of(reader, cid, seq) for seq in requests]
+    assert [a["seq"] if a else None for a in indexed] == [answered.get(s) for s in requests]
+    walked = sqlite3.connect(":memory:")
+    reader.backup(walked)
+    walked.execute("DROP INDEX frame_by_request")
+    assert not ui_reads.has_answer_index(walked)
+    assert [ui_reads.answer_of(walked, cid, seq) for seq in requests] == indexed

@@ -160,13 +160,18 @@ class Listener:
         """SIGINT, then wait (the recorder commits); the exit status."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
+        # stderr is the reader thread's alone (a second reader would take lines from it).
         try:
-            out, _ = self.process.communicate(timeout=40)
+            self.process.wait(timeout=40)
         except subprocess.TimeoutExpired:
             self.process.kill()
-            out, _ = self.process.communicate()
+            self.process.wait()
         self._reader.join(5)
-        self.stdout = out or b""
+        assert self.process.stdout is not None
+        assert self.process.stderr is not None
+        self.stdout = self.process.stdout.read()
+        self.process.stdout.close()
+        self.process.stderr.close()
         return self.process.returncode
 
     def __enter__(self) -> Listener:
@@ -174,3 +179,20 @@ class Listener:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+@contextlib.contextmanager
+def fake_agent(log: Path, *options: str) -> Iterator[str]:
+    """tests/support/tools/remote_agent.py serving on a free port (``options``: its own, e.g.
+    ``--flood N SIZE``), every request it gets written to ``log``; yields its URL."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, str(TOOLS / "remote_agent.py"), str(port), "--log", str(log),
+         *options], env=env(), stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_for_port(port, process)
+        yield f"http://127.0.0.1:{port}/acp"
+    finally:
+        process.terminate()
+        process.wait(10)

@@ -1,6 +1,10 @@
 """The inspector's tests' machinery: a real ``acp-proxy ui`` process (its address read from its
 stderr, as a user would), waiting for what a page or a server shows, and screenshots.
 
+``launch_ui`` is the one way a ``ui`` process is started, by the tests (``start_ui``: a failure
+fails the test) and by the benchmark (tests/perf/bench_ui.py, which may start another
+checkout's: ``source``).
+
 ``ACP_PROXY_SCREENSHOTS=DIR`` makes the browser tests save PNGs of each view there (docs/ui
 holds the committed ones); without it nothing is written outside the test's folders.
 """
@@ -33,9 +37,12 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 
-def env() -> dict[str, str]:
+def env(source: Path = REPO) -> dict[str, str]:
+    """The environment of a process that runs ``source``'s acp_proxy."""
     environ = dict(os.environ)
-    environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), environ.get("PYTHONPATH")) if p)
+    environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(source), environ.get("PYTHONPATH")) if p
+    )
     return environ
 
 
@@ -73,21 +80,49 @@ class Served:
         return self.url.rstrip("/").rsplit("/", 1)[1]
 
 
-def start_ui(args: list[str], log: Path) -> Served:
+class UiFailed(RuntimeError):
+    """The ``ui`` process exited, or said no address in time."""
+
+
+def launch_ui(
+    args: list[str], log: Path, *, source: Path = REPO, timeout: float = START_S
+) -> Served:
+    """``python -m acp_proxy ui --no-open ARGS`` of the checkout ``source``, its stderr in
+    ``log``; returns once it has said its address."""
     argv = [sys.executable, "-m", "acp_proxy", "ui", "--no-open", *args]
     with log.open("wb") as sink:
+        # ``python -m`` looks in the working directory first: the checkout's own package.
         process = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=sink, env=env()
-        )
-
-    def address() -> str | None:
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=sink,
+            env=env(source), cwd=source,
+        )  # fmt: skip
+    deadline = time.monotonic() + timeout
+    while not (found := ADDRESS.search(log.read_bytes())):
         if process.poll() is not None:
-            pytest.fail(f"acp-proxy ui exited {process.returncode}: {log.read_text()}")
-        match = ADDRESS.search(log.read_bytes())
-        return match.group(1).decode() if match else None
+            raise UiFailed(f"acp-proxy ui exited {process.returncode}: {log.read_text()}")
+        if time.monotonic() > deadline:
+            process.kill()
+            process.wait()
+            raise UiFailed(f"acp-proxy ui said no address within {timeout:g}s: {log.read_text()}")
+        time.sleep(0.02)
+    return Served(found.group(1).decode(), process, log)
 
-    url = wait_for(address, "the ui's address on stderr", START_S)
-    return Served(url, process, log)
+
+def start_ui(args: list[str], log: Path) -> Served:
+    """``launch_ui`` for a test: a server that does not start fails the test."""
+    try:
+        return launch_ui(args, log)
+    except UiFailed as error:
+        pytest.fail(str(error))
+
+
+def stop_ui(served: Served) -> None:
+    served.process.terminate()
+    try:
+        served.process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        served.process.kill()
+        served.process.wait()
 
 
 # For the committed pictures only: this checkout's and the test's folders shown as a user's.

@@ -7,6 +7,9 @@ Rules:
   on their output. Previews (preview.py, the same words as the inspector's) are cut at
   ``PREVIEW`` characters (on a terminal, to what its width leaves) and never contain a newline.
 - ``frame_json`` is the machine-readable form of a frame (``--json``): one object per line.
+- A remote connection's frame says which stream carried it (words.carrier_tag, after the
+  direction; ``stream``, ``exchange``, ``http_method``, ``http_status`` in its JSON); a stdio
+  frame's line and record are unchanged.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
 
 PREVIEW = 100
 MIN_PREVIEW = 8  # narrower than this, a preview says nothing: the line goes without
+CARRIER = 14  # a remote frame's stream tag, padded so that the kinds after it line up
 _SGR = re.compile(r"\x1b\[[0-9;]*m")
 DIRECTION_STYLE = {"c2a": ("c2a", "cyan"), "a2c": ("a2c", "green"), "stderr": ("err", "yellow")}
 KIND_COLOURS = {"error": "red", "unparseable": "red", "invalid": "red", "response": "blue"}
@@ -100,7 +104,10 @@ def frame_line(frame: FrameRow, first_ns: int | None, width: int | None = None) 
     elapsed = (frame.mono_ns - first_ns) / 1e9 if first_ns is not None else 0.0
     label, colour = DIRECTION_STYLE.get(frame.direction, (frame.direction, "white"))
     kind = style(f"{frame.kind:<12}", fg=KIND_COLOURS.get(frame.kind))
-    parts = [f"{frame.seq:>7}", f"{elapsed:>+9.3f}s", style(label, fg=colour), kind]
+    parts = [f"{frame.seq:>7}", f"{elapsed:>+9.3f}s", style(label, fg=colour)]
+    if frame.carrier is not None:  # a remote frame: which stream carried it
+        parts.append(style(f"{visible(present.carrier_tag(frame.carrier)):<{CARRIER}}", dim=True))
+    parts.append(kind)
     if frame.method is not None:
         parts.append(style(visible(frame.method), bold=True))
     if frame.rpc_id is not None:
@@ -134,6 +141,11 @@ def frame_json(frame: FrameRow, first_ns: int | None) -> str:
         "latency_ms": None if frame.latency_ns is None else frame.latency_ns / 1e6,
         "flags": list(frame.flags),
     }  # fmt: skip
+    if frame.carrier is not None:  # a remote frame (stdio frames keep their record as it was)
+        record.update(
+            stream=frame.carrier.stream, exchange=frame.carrier.exchange,
+            http_method=frame.carrier.method, http_status=frame.carrier.status,
+        )  # fmt: skip
     value = json_or_none(frame.raw) if frame.kind != "stderr" else None
     if value is not None:
         record["message"] = value

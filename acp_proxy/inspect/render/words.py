@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from acp_proxy.protocol.depth import DEEP_MARK
+from acp_proxy.store.values import Carrier
 
 PLAN_MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
 
@@ -247,3 +248,38 @@ def option_names(options: Any) -> str:
     if not isinstance(options, list):
         return ""
     return " / ".join(str(o.get("name", o.get("optionId"))) for o in options if isinstance(o, dict))
+
+
+# A remote frame's stream: a short tag for a frame line, words for the inspector's detail.
+STREAM_TAGS = {
+    "post": "post", "post_answer": "answer", "connection_sse": "conn-sse",
+    "session_sse": "sess-sse", "websocket": "ws",
+}  # fmt: skip
+STREAM_WORDS = {
+    "post": "HTTP POST body", "post_answer": "HTTP POST answer body",
+    "connection_sse": "connection SSE stream", "session_sse": "session SSE stream",
+    "websocket": "WebSocket",
+}  # fmt: skip
+_EXPECTED_STATUS = {"connection_sse": 200, "session_sse": 200, "websocket": 101}
+
+
+def _telling_status(carrier: Carrier) -> int | None:
+    """The exchange's status where it says something: always for a POST (202 accepted, 200
+    answered, or a refusal), for a stream only when it is not the usual one."""
+    if carrier.status is None or _EXPECTED_STATUS.get(carrier.stream) == carrier.status:
+        return None
+    return carrier.status
+
+
+def carrier_tag(carrier: Carrier) -> str:
+    """``post#3 202``, ``answer#1 200``, ``conn-sse#2``, ``sess-sse#4``, ``ws#1``."""
+    status = _telling_status(carrier)
+    tag = f"{STREAM_TAGS.get(carrier.stream, carrier.stream)}#{carrier.exchange}"
+    return tag if status is None else f"{tag} {status}"
+
+
+def carrier_words(carrier: Carrier) -> str:
+    """``HTTP POST body, exchange 3, status 202``; ``WebSocket, exchange 1``."""
+    status = _telling_status(carrier)
+    words = f"{STREAM_WORDS.get(carrier.stream, carrier.stream)}, exchange {carrier.exchange}"
+    return words if status is None else f"{words}, status {status}"

@@ -1,23 +1,34 @@
 """The inspector's routes: the page, its assets, the JSON endpoints and the event stream.
 
 Rules:
-- Every route reads; database work runs in worker threads (``run_in_threadpool``), so a slow
-  query never holds up the event stream of another page.
+- Every route reads; database work runs in worker threads, so a slow query never holds up
+  the event stream of another page. The short reads a screen waits for first (a connection's
+  row, the first rows of a timeline, a frame, its place) take turns on one thread of their own
+  (``QUICK``): run at once beside each other, their threads passed the interpreter back and
+  forth at every row SQLite stepped, and on a busy machine each of them took many times its
+  own time. Everything else (scans, checks, the transcript, the diff) runs beside them.
 - Answers are JSON (orjson); recorded strings are passed on as strings, bytes as text
   ``segments`` (present.py). A frame's exact bytes are also served as a download.
 - Bad parameters are 400 with one line; an unknown connection or frame is 404.
 - The app is built by ``create_app`` around an ``Inspector``; ``security.Gate`` wraps it.
 - The page's own files (``static/``) are read once when the app is built and served from
-  memory; nothing outside that folder is ever served.
+  memory; nothing outside that folder is ever served. The hashes of the page's inline
+  scripts are the app's ``state.script_hashes``: the security policy allows those and no other.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
+import re
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import orjson
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -32,11 +43,13 @@ from acp_proxy.inspect.render import words
 from acp_proxy.protocol.decode import json_or_none
 from acp_proxy.serve.ui import events, present
 from acp_proxy.serve.ui import sequence as sequence_fold
+from acp_proxy.serve.ui.bundle import bundle
 from acp_proxy.serve.ui.rows import chunk_key
 from acp_proxy.serve.ui.state import Inspector
 from acp_proxy.store import readers as store_read
 from acp_proxy.store import ui_reads
 from acp_proxy.store.readers import FrameFilter
+from acp_proxy.store.remote import carriers
 
 STATIC = Path(__file__).parent / "static"
 MAX_LIMIT = 2000
@@ -50,6 +63,7 @@ SHARED_ANSWERS = 256
 SEQUENCE_PAGE = 2000
 WATERFALL_CALLS = 2000
 SEQUENCE_SCAN = 50_000
+QUICK = "quick"  # the lane of the short reads a screen waits for (see the rules)
 
 
 class Json(Response):
@@ -95,8 +109,12 @@ def _filter(request: Request) -> FrameFilter:
 def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> Starlette:
     """The web app for one database; ``initial`` says what the page opens on."""
 
-    async def threaded(function: Callable[..., Any], *args: Any) -> Any:
+    quick = anyio.CapacityLimiter(1)
+
+    async def threaded(function: Callable[..., Any], *args: Any, lane: str = "") -> Any:
         try:
+            if lane == QUICK:
+                return await anyio.to_thread.run_sync(partial(function, *args), limiter=quick)
             return await run_in_threadpool(function, *args)
         except UnknownRecording as error:
             raise HTTPException(404, str(error)) from None
@@ -109,6 +127,7 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         key: tuple[Any, ...],
         compute: Callable[[], Any],
         lasting: Callable[[Any], bool] = lambda _: True,
+        lane: str = "",
     ) -> Response:
         """The answer for ``key``, computed once per change the event streams' watcher saw
         (however many pages ask at once); without open streams, computed every time. An
@@ -116,7 +135,7 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         those who asked at the same time only."""  # fmt: skip
         generation = events.watch_of(inspector).generation()
         if generation is None:
-            return Json(await threaded(compute))
+            return Json(await threaded(compute, lane=lane))
         found = shared.get(key)
         if found is None or found[0] != generation:
             future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
@@ -124,7 +143,7 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
             if len(shared) > SHARED_ANSWERS:
                 del shared[next(iter(shared))]
             try:
-                value = await threaded(compute)
+                value = await threaded(compute, lane=lane)
                 future.set_result(bytes(Json(value).body))
                 if not lasting(value):
                     shared.pop(key, None)
@@ -165,7 +184,7 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         return await once_per_change(("connections",), read)
 
     async def connection(request: Request) -> Response:
-        found = await threaded(inspector.head, connection_id(request))
+        found = await threaded(inspector.head, connection_id(request), lane=QUICK)
         if found is None:
             raise HTTPException(404, "no such connection")
         return Json(found)
@@ -184,6 +203,7 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
             key,
             lambda: inspector.rows(cid, where, offset, limit, scan, start),
             lambda answer: bool(answer["caught_up"]),
+            QUICK if offset == 0 else "",  # a screen's first rows; a live tail's beside them
         )
 
     async def locate(request: Request) -> Response:
@@ -191,7 +211,8 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         seq, start = _int(request, "seq", 1), _int(request, "from", 0)
         budget = LOCATE_BUDGET_S if request.query_params.get("quick") == "1" else None
         await _exists(cid)
-        return Json(await threaded(inspector.locate, cid, where, seq, start, budget))
+        lane = QUICK if budget is not None else ""
+        return Json(await threaded(inspector.locate, cid, where, seq, start, budget, lane=lane))
 
     async def run_frames(request: Request) -> Response:
         cid, where = connection_id(request), _filter(request)
@@ -207,7 +228,7 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
 
     async def detail(request: Request) -> Response:
         cid, seq = connection_id(request), _path_id(request, "seq")
-        found = await threaded(_detail, inspector, cid, seq)
+        found = await threaded(_detail, inspector, cid, seq, lane=QUICK)
         if found is None:
             raise HTTPException(404, "no such frame")
         return Json(found)
@@ -294,7 +315,7 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         )  # fmt: skip
 
     async def _exists(cid: int) -> None:
-        if not await threaded(inspector.exists, cid):
+        if not await threaded(inspector.exists, cid, lane=QUICK):
             raise HTTPException(404, "no such connection")
 
     async def not_found(request: Request, error: Exception) -> Response:
@@ -326,7 +347,9 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         Route("/api/events", stream),
         Route("/static/{path:path}", static),
     ]
-    return Starlette(routes=routes, exception_handlers={HTTPException: not_found})
+    app = Starlette(routes=routes, exception_handlers={HTTPException: not_found})
+    app.state.script_hashes = inline_script_hashes(assets["index.html"][0])
+    return app
 
 
 # --------------------------------------------------------------------------- builders
@@ -335,14 +358,31 @@ _TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=
           ".css": "text/css; charset=utf-8"}  # fmt: skip
 
 
+PAGE_SCRIPT = "page.js"
+ENTRY_MODULE = "app.js"
+
+
 def _assets() -> dict[str, tuple[bytes, str]]:
-    """The page's files (package data, a few kilobytes), read once: served from memory, a
-    cold page asks for twenty of them at once."""
+    """The page's files (package data, a few kilobytes), read once and served from memory,
+    with ``page.js``: the entry module and every module it imports as one script."""
     found = {}
     for path in STATIC.rglob("*"):
         if path.is_file() and path.suffix in _TYPES:
             found[path.relative_to(STATIC).as_posix()] = (path.read_bytes(), _TYPES[path.suffix])
+    modules = {name: body.decode() for name, (body, _) in found.items() if name.endswith(".js")}
+    found[PAGE_SCRIPT] = (bundle(modules, ENTRY_MODULE).encode(), _TYPES[".js"])
     return found
+
+
+_INLINE_SCRIPT = re.compile(rb"<script>(.*?)</script>", re.DOTALL)
+
+
+def inline_script_hashes(html: bytes) -> list[str]:
+    """``sha256-...`` of each inline script of a page, as a Content-Security-Policy names it."""
+    return [
+        "sha256-" + base64.b64encode(hashlib.sha256(found).digest()).decode()
+        for found in _INLINE_SCRIPT.findall(html)
+    ]
 
 
 def _detail(inspector: Inspector, cid: int, seq: int) -> dict[str, Any] | None:
@@ -359,6 +399,12 @@ def _detail(inspector: Inspector, cid: int, seq: int) -> dict[str, Any] | None:
         "frame": present.frame_summary(found), "segments": present.segments(shown),
         "truncated": len(raw) - len(shown), "json": value,
     }  # fmt: skip
+    carrier = carriers(db, cid, seq, seq).get(seq)  # a remote frame: which stream carried it
+    if carrier is not None:
+        out["carrier"] = {
+            "stream": carrier.stream, "exchange": carrier.exchange, "status": carrier.status,
+            "text": words.carrier_words(carrier),
+        }  # fmt: skip
     if found["kind"] == "request":
         answer = inspector.answer(cid, seq)
         if answer is not None:
@@ -450,9 +496,11 @@ def _latency(inspector: Inspector, cid: int) -> dict[str, Any]:
 
     db = inspector.db.get()
     methods = [m.as_record() for m in by_method(store_read.calls(db, cid))]
-    view = inspector.transcript(cid)
+    # The turns need the transcript of every frame: a long recording's is read on in the
+    # background, and the page asks again while ``turns_complete`` is false.
+    view, complete = inspector.transcript_so_far(cid)
     turns = [turn_record(t) for s in view.sessions for t in s.turns]
-    return {"methods": methods, "turns": turns}
+    return {"methods": methods, "turns": turns, "turns_complete": complete}
 
 
 def _session_info(inspector: Inspector, cid: int) -> dict[str, Any]:

@@ -8,8 +8,9 @@ Rules:
   ``[::1]:PORT``, or the ``--host`` given): a page on another name that resolves here (DNS
   rebinding) is refused with 403.
 - Only GET and HEAD: nothing served changes anything.
-- Every response carries a Content-Security-Policy without inline script, ``nosniff``, no
-  referrer and no framing; API answers are not cached.
+- Every response carries a Content-Security-Policy that runs only the package's own scripts
+  (its files, and the page's one inline start-up script named by its hash: never any other
+  inline script), ``nosniff``, no referrer and no framing; API answers are not cached.
 """
 
 from __future__ import annotations
@@ -25,18 +26,23 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; "
-    "frame-ancestors 'none'"
-)
 HEADERS = [
-    (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),
     (b"x-frame-options", b"DENY"),
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
+
+
+def csp(script_hashes: Iterable[str] = ()) -> str:
+    """The policy: scripts from the page's own files and the inline scripts whose
+    ``sha256-...`` hashes are given, nothing else from anywhere."""
+    scripts = " ".join(["'self'", *(f"'{h}'" for h in script_hashes)])
+    return (
+        f"default-src 'none'; script-src {scripts}; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; "
+        "frame-ancestors 'none'"
+    )
 
 
 def new_token() -> str:
@@ -53,8 +59,11 @@ def allowed_hosts(host: str, port: int) -> frozenset[str]:
 class Gate:
     """ASGI middleware applying the module rules in front of ``app``."""
 
-    def __init__(self, app: App, token: str, hosts: Iterable[str]) -> None:
+    def __init__(
+        self, app: App, token: str, hosts: Iterable[str], script_hashes: Iterable[str] = ()
+    ) -> None:
         self.app = app
+        self.headers = [(b"content-security-policy", csp(script_hashes).encode()), *HEADERS]
         self.token = token
         self.prefix = f"/{token}"
         self.hosts = frozenset(h.lower() for h in hosts)
@@ -69,29 +78,33 @@ class Gate:
             if name == b"host":
                 host = value.decode("latin-1").lower()
         if host not in self.hosts:
-            await _refuse(send, 403, "this address is not served here (Host header)")
+            await _refuse(send, 403, "this address is not served here (Host header)", self.headers)
             return
         path: str = scope.get("path", "")
         given, _, rest = path.lstrip("/").partition("/")
         if not hmac.compare_digest(given.encode(), self.token.encode()):
             await _refuse(
-                send, 403, "a valid token is required: open the address acp-proxy printed"
+                send,
+                403,
+                "a valid token is required: open the address acp-proxy printed",
+                self.headers,
             )
             return
         if scope.get("method") not in ("GET", "HEAD"):
-            await _refuse(send, 405, "read-only: only GET is served")
+            await _refuse(send, 405, "read-only: only GET is served", self.headers)
             return
         if not path.startswith(self.prefix + "/"):
-            await _redirect(send, self.prefix + "/")
+            await _redirect(send, self.prefix + "/", self.headers)
             return
         inner = dict(scope)
         inner["root_path"] = scope.get("root_path", "") + self.prefix
         api = rest.startswith("api/")
+        extra = self.headers
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
-                headers += HEADERS
+                headers += extra
                 if api:
                     headers.append((b"cache-control", b"no-store"))
                 message["headers"] = headers
@@ -100,15 +113,15 @@ class Gate:
         await self.app(inner, receive, send_with_headers)
 
 
-async def _refuse(send: Send, status: int, text: str) -> None:
+async def _refuse(send: Send, status: int, text: str, extra: list[tuple[bytes, bytes]]) -> None:
     body = (text + "\n").encode()
     headers = [(b"content-type", b"text/plain; charset=utf-8"),
-               (b"content-length", str(len(body)).encode()), *HEADERS]  # fmt: skip
+               (b"content-length", str(len(body)).encode()), *extra]  # fmt: skip
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
-async def _redirect(send: Send, location: str) -> None:
-    headers = [(b"location", location.encode()), (b"content-length", b"0"), *HEADERS]
+async def _redirect(send: Send, location: str, extra: list[tuple[bytes, bytes]]) -> None:
+    headers = [(b"location", location.encode()), (b"content-length", b"0"), *extra]
     await send({"type": "http.response.start", "status": 307, "headers": headers})
     await send({"type": "http.response.body", "body": b""})

@@ -26,7 +26,7 @@ from typing import Any
 from acp_proxy.check.base import RuleInfo
 from acp_proxy.check.engine import RULES
 from acp_proxy.check.scope_check import ScopeCheck
-from acp_proxy.errors import AcpProxyError
+from acp_proxy.errors import AcpProxyError, UnreadableRecording
 from acp_proxy.inspect.transcript.model import Transcript
 from acp_proxy.serve.ui.rows import RowIndex
 from acp_proxy.store import readers as store_read
@@ -34,8 +34,9 @@ from acp_proxy.store import ui_reads
 from acp_proxy.store.readers import FrameFilter
 from acp_proxy.store.refs import connection_scope
 
-SCAN_STEP = 200_000
+SCAN_STEP = 20_000
 FIRST_STEP = 2_000
+QUICK_REACH = 20_000
 SCAN_BUDGET_S = 0.25
 CHECK_STEP = 500
 CHECK_PAUSE_S = 0.2
@@ -75,6 +76,7 @@ class _Findings:
     check: ScopeCheck
     lock: threading.Lock = field(default_factory=threading.Lock)
     found: list[dict[str, Any]] = field(default_factory=list)  # check.findings, for the page
+    failed: str | None = None  # why the recording could not be checked (a damaged file)
 
 
 @dataclass
@@ -177,30 +179,33 @@ class Inspector:
         scan: bool = False,
         start: int = 0,
         budget_s: float = SCAN_BUDGET_S,
+        until_seq: int = 0,
     ) -> _Timeline:
-        """Index at least ``wanted_rows`` rows (or all there are); with ``scan``, go on
-        indexing for ``budget_s`` (a large recording's index grows call by call). ``start``:
-        the timeline that begins at that frame."""  # fmt: skip
+        """Index at least ``wanted_rows`` rows and up to frame ``until_seq`` (or all there
+        are; never past ``budget_s`` for ``until_seq``); with ``scan``, go on indexing for
+        ``budget_s`` (a large recording's index grows call by call). ``start``: the timeline
+        that begins at that frame. The lock is held for one step at a time, so a request for
+        rows already indexed never waits for a long scan."""  # fmt: skip
         timeline = self._timeline(connection_id, where, start)
         db = self.db.get()
         deadline = time.monotonic() + budget_s
-        with timeline.lock:
-            index = timeline.index
-            if len(index) >= wanted_rows and not scan:
-                return timeline
-            status = store_read.status(db, connection_id)  # read first: frames land before it
-            step = FIRST_STEP
-            while True:
+        step = FIRST_STEP
+        while True:
+            with timeline.lock:
+                index = timeline.index
+                reached = len(index) >= wanted_rows and index.scanned_seq >= until_seq
+                if reached and (not scan or time.monotonic() > deadline):
+                    return timeline
+                if not reached and until_seq and time.monotonic() > deadline:
+                    return timeline
+                status = store_read.status(db, connection_id)  # read first: frames land before it
                 keys = ui_reads.scan_keys(db, connection_id, where, index.scanned_seq, step)
                 if index.feed(keys) < step:
                     timeline.caught_up = True
                     timeline.complete = status != "running"
-                    break
+                    return timeline
                 timeline.caught_up = timeline.complete = False
-                if len(index) >= wanted_rows and (not scan or time.monotonic() > deadline):
-                    break
-                step = min(step * 2, SCAN_STEP)
-        return timeline
+            step = min(step * 2, SCAN_STEP)
 
     def rows(
         self,
@@ -268,26 +273,23 @@ class Inspector:
     ) -> dict[str, Any]:
         """The row index of frame ``seq`` under ``where`` (indexing up to it if needed).
 
-        With ``budget_s``, index for at most that long: ``behind`` then says the index has
-        not reached the frame yet (the page opens the timeline that starts near it instead).
+        With ``budget_s``, index for at most that long, and not at all when the frame is more
+        than ``QUICK_REACH`` frames beyond the index: ``behind`` then says the index has not
+        reached the frame (the page opens the timeline that starts near it instead).
         """  # fmt: skip
         timeline = self._timeline(connection_id, where, start)
-        deadline = None if budget_s is None else time.monotonic() + budget_s
-        while True:
-            with timeline.lock:
-                found = timeline.index.find(seq)
-                before = timeline.index.scanned_seq
-                if found is not None or before >= seq or timeline.caught_up:
-                    return {"index": found, "total": len(timeline.index),
-                            "caught_up": timeline.caught_up, "behind": False}  # fmt: skip
-            if deadline is not None and time.monotonic() > deadline:
-                return {"index": None, "total": len(timeline.index), "caught_up": False,
-                        "behind": True, "scanned_seq": before}  # fmt: skip
-            self.extend(connection_id, where, len(timeline.index) + 1, scan=True, start=start,
-                        budget_s=SCAN_BUDGET_S if budget_s is None else budget_s)  # fmt: skip
-            if timeline.index.scanned_seq == before:
-                return {"index": None, "total": len(timeline.index), "caught_up": True,
-                        "behind": False}  # fmt: skip
+        with timeline.lock:
+            scanned = timeline.index.scanned_seq
+        far = seq - scanned > QUICK_REACH
+        if budget_s is None or not far:
+            budget = float("inf") if budget_s is None else budget_s
+            self.extend(connection_id, where, 0, start=start, budget_s=budget, until_seq=seq)
+        with timeline.lock:
+            index = timeline.index
+            found = index.find(seq)
+            reached = index.scanned_seq >= seq or timeline.caught_up
+            return {"index": found, "total": len(index), "caught_up": timeline.caught_up,
+                    "behind": not reached, "scanned_seq": index.scanned_seq}  # fmt: skip
 
     def answer(self, connection_id: int, request_seq: int) -> dict[str, Any] | None:
         """The response to a request (cached; looked for again only when frames were added)."""
@@ -313,7 +315,10 @@ class Inspector:
         def run() -> None:
             _lower_priority()
             while True:
-                found = self.findings(connection_id)
+                try:
+                    found = self.findings(connection_id)
+                except AcpProxyError:  # a damaged recording: the findings request says it
+                    return
                 if found["complete"] and found["finished"]:
                     return
                 # Between steps the requests have the interpreter to themselves for a moment.
@@ -338,10 +343,17 @@ class Inspector:
         # Only a step takes the lock: a read of what is found so far never waits for the
         # checker's step (the list only grows, and a copy of it is taken at once).
         with state.lock if step else contextlib.nullcontext():
+            if state.failed is not None:
+                raise UnreadableRecording(state.failed)
             check = state.check
             status = store_read.status(db, connection_id)  # read first: frames land before it
             if step and not check.finished:
-                if check.step(db, CHECK_STEP) < CHECK_STEP and status != "running":
+                try:
+                    stepped = check.step(db, CHECK_STEP)
+                except UnreadableRecording as error:
+                    state.failed = str(error)
+                    raise
+                if stepped < CHECK_STEP and status != "running":
                     check.finish(db)
                 state.found += [_finding(f) for f in check.findings[len(state.found) :]]
             complete = check.finished or check.checked_seq >= store_read.last_seq(db, connection_id)
@@ -387,6 +399,18 @@ class Inspector:
         with state.lock:
             self._apply(state, connection_id, None)
             return self._view(state)
+
+    def transcript_so_far(self, connection_id: int) -> tuple[Any, bool]:
+        """The transcript model's view as far as it is read after at most
+        ``TRANSCRIPT_BUDGET_S`` more of reading, and whether every frame committed so far is
+        in (the rest is read in the background, as for the conversation)."""
+        state = self._conversation(connection_id)
+        with state.lock:
+            complete = self._apply(state, connection_id, TRANSCRIPT_BUDGET_S)
+            view = self._view(state)
+        if not complete:
+            self._finish_transcript(connection_id)
+        return view, complete
 
     def _view(self, state: _Conversation) -> Any:
         if state.view is None or state.view[0] != state.applied_seq:

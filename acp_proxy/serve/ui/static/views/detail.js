@@ -44,6 +44,7 @@ export async function showFrame(cid, seq) {
   const close = el("button", { class: "close", title: "close (Esc)", on: { click: () => setHash({ f: null }) } }, "×");
   const parts = [close, el("h2", {}, `Frame ${f.seq} · ${DIR[f.direction] || f.direction} · ${f.kind}${f.method ? " · " + f.method : ""}`)];
   parts.push(el("div", { class: "mono" }, `${wall(f.wall_ns)} · ${bytes(f.size)}${f.rpc_id !== null ? " · id " + f.rpc_id : ""}${f.session_id ? " · session " + f.session_id : ""}`));
+  if (d.carrier) parts.push(el("div", { class: "mono", id: "carrier" }, "via " + d.carrier.text));
   if (d.pair) {
     const p = d.pair;
     parts.push(el("h3", {}, f.kind === "request" ? "Its response" : "Its request"),

@@ -75,6 +75,8 @@ function waterfall(calls, end, WIDTH) {
   return pic;
 }
 
+const READING_MS = 500;  // while the turns are still being read, asked again this often
+
 export function performanceView(root) {
   const cid = connectionId();
   let alive = true, timer = null;
@@ -101,15 +103,16 @@ export function performanceView(root) {
       el("h3", { class: "toolbar" }, "Per method (nearest-rank percentiles, as acp-proxy stats --by-method)"),
       sortable([["method", "method"], ["direction", "direction"], ["count", "count", true], ["p50", "p50_ms", true], ["p95", "p95_ms", true],
         ["p99", "p99_ms", true], ["max", "max_ms", true], ["errors", "errors", true], ["unanswered", "unanswered", true]], methods, "methods"),
-      el("h3", { class: "toolbar" }, "Per prompt turn"),
+      el("h3", { class: "toolbar", id: "turns-status" }, "Per prompt turn" + (p.turns_complete ? "" : ` (reading the recording… ${turns.length.toLocaleString()} turns so far)`)),
       sortable([["session", "session_id"], ["turn", "turn", true], ["prompt frame", "prompt_seq", true], ["accepted", "accepted_ms", true],
         ["first text", "first_text_ms", true], ["duration", "duration_ms", true], ["tools", "tool_calls", true], ["permissions", "permissions", true],
         ["permission wait", "permission_wait_ms", true], ["stop", "stop_reason"]], turns, "turns"));
     nav.refresh();
+    if (!p.turns_complete && timer === null) timer = setTimeout(() => { timer = null; load(); }, READING_MS);
   }
   load();
   return {
-    leave() { alive = false; },
+    leave() { alive = false; clearTimeout(timer); },
     frame(frame) { if (frame.connection_id === cid && timer === null) timer = setTimeout(() => { timer = null; load(); }, 1000); },
     focus(seq) { showFrame(cid, seq); },
     step: (d) => nav.step(d), activate: () => nav.activate(),

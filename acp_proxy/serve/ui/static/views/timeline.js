@@ -13,6 +13,7 @@ const REFRESH_MS = 200;  // a live view reads new rows at most this often
 const PAUSE_CAP_MS = 2000;
 const FINDINGS_AFTER_MS = 500;
 const CONTEXT_ROWS = 100;  // frames shown above a frame opened by URL in the middle
+const FAR = 10000;  // frames beyond the index: a jump there opens the timeline near it at once
 const COLUMNS = [["seq", "seq"], ["time", "time"], ["dir", "dir"], ["kind", "kind"], ["method", "method"],
   ["id", "id"], ["size", "size"], ["latency", "lat"], ["what", "what"]];
 
@@ -36,7 +37,7 @@ export function timelineView(root) {
   const fromSeq = Number(state.params.get("from")) || 0;
   const where = fromSeq ? { ...filters(), from: fromSeq } : filters();
   const list = new RunRows();
-  let caughtUp = false, complete = false, selected = null, cursor = null, follow = true;
+  let caughtUp = false, complete = false, selected = null, cursor = null, follow = true, scannedSeq = 0;
   let first = state.overview ? state.overview.first_mono_ns : null;
   let alive = true, refreshing = false, again = false;
   const live = () => state.overview && state.overview.status === "running";
@@ -55,6 +56,7 @@ export function timelineView(root) {
   function accept(got) {
     list.setTotal(got.total);
     caughtUp = got.caught_up; complete = got.complete;
+    if (got.scanned_seq !== undefined) scannedSeq = got.scanned_seq;
     const count = $("#count");
     count.replaceChildren(counted(list.total, "row") + (caughtUp ? "" : " (indexing…)"));
     if (fromSeq) {
@@ -225,7 +227,11 @@ export function timelineView(root) {
     render();
   });
   const start = async () => {
-    const [got] = await Promise.all([api(`connections/${cid}/rows`, { ...where, offset: 0, limit: PAGE }), state.overviewReady]);
+    list.loading.add(0);  // a render meanwhile does not ask for the first page again
+    let got;
+    try {
+      [got] = await Promise.all([api(`connections/${cid}/rows`, { ...where, offset: 0, limit: PAGE }), state.overviewReady]);
+    } finally { list.loading.delete(0); }
     if (!alive) return;
     accept(got);
     list.store(0, got.rows);
@@ -272,10 +278,26 @@ export function timelineView(root) {
     },
   };
   let focusing = null;
+  // The place of frame seq among the rows loaded so far (what locate would say), or null.
+  function loadedIndexOf(seq) {
+    for (const rows of list.pages.values()) {
+      for (const row of rows) {
+        if (row && row.first_seq <= seq && seq <= row.last_seq) return { index: row.index, total: list.total, caught_up: caughtUp, behind: false };
+      }
+    }
+    return null;
+  }
   async function locateFrame(seq) {
       selected = seq;
       showFrame(cid, seq);
-      const found = await api(`connections/${cid}/locate`, { ...where, seq, quick: "1" });
+      if (!fromSeq && list.total && !caughtUp && seq - scannedSeq > FAR) {
+        // the index is far from this frame (its last answer said how far it got): no need to ask
+        setHash({ from: Math.max(1, seq - CONTEXT_ROWS) }, true);
+        return;
+      }
+      await started;  // the first rows: a frame among the rows loaded needs no question
+      if (!alive) return;
+      const found = loadedIndexOf(seq) ?? await api(`connections/${cid}/locate`, { ...where, seq, quick: "1" });
       if (!alive) return;
       if (found.behind && !fromSeq) {
         // the index is far from this frame yet: the timeline that starts shortly before it
@@ -293,6 +315,6 @@ export function timelineView(root) {
       }
       render();
   }
-  start();
+  const started = start();
   return view;
 }

@@ -1,0 +1,96 @@
+"""The page's first requests, in a real browser: each view's first answers are asked for by
+the page's inline start-up script before its modules arrive, and each is taken by the view
+that needs it (none asked twice, none left over); a link to a frame far into a recording
+opens the timeline that starts shortly before it, in one step.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acp_proxy.protocol.acp import Direction
+from tests.support.helpers import A2C, C2A, line, write_recording
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
+
+FRAMES = 30_000  # a frame beyond 10,000 is "far": the page opens the timeline near it
+# What the page asked the server for, once each entry (resource timing sees every fetch).
+ASKED = """() => performance.getEntriesByType('resource').map(e => e.name)
+    .filter(n => n.includes('/api/') && !n.includes('/api/events')).map(n => n.split('/api/')[1])"""
+
+
+def turns(frames: int) -> Iterator[tuple[Direction, bytes]]:
+    """Prompt turns of a request, five message chunks and the response."""
+    n = 0
+    while frames > 0:
+        yield C2A, line({"jsonrpc": "2.0", "id": n, "method": "session/prompt", "params": {
+            "sessionId": "s", "prompt": [{"type": "text", "text": f"q{n}"}]}})  # fmt: skip
+        for i in range(5):
+            yield A2C, line({"jsonrpc": "2.0", "method": "session/update", "params": {
+                "sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk",
+                "messageId": f"m{n}", "content": {"type": "text", "text": f"w{i} "}}}})  # fmt: skip
+        yield A2C, line({"jsonrpc": "2.0", "id": n, "result": {"stopReason": "end_turn"}})
+        frames -= 7
+        n += 1
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("first-screen") / "r.sqlite"
+    write_recording(path, turns(FRAMES), label="turns")
+    return path
+
+
+@pytest.fixture
+def served(recording: Path, serve_ui: Any) -> Any:
+    return serve_ui("--db", str(recording))
+
+
+def settled(page: Any) -> None:
+    """Until every early answer is taken or the page has run a while (then the test fails)."""
+    page.wait_for_function("() => window.acpEarly && window.acpEarly.size === 0", timeout=20_000)
+
+
+@pytest.mark.parametrize(
+    ("hash", "ready"),
+    [
+        ("#view=timeline&c=1", "#spacer .row"),
+        ("#view=timeline&c=1&kind=request&f=71", "#detail h2"),
+        ("#view=sequence&c=1", "g.msg"),
+        ("#view=conversation&c=1", "#conversation .item"),
+        ("#view=performance&c=1", "#waterfall"),
+        ("#view=recordings", "#recordings tbody tr"),
+        ("", "#recordings tbody tr"),
+    ],
+)
+def test_every_early_answer_is_taken_once(served: Any, page: Any, hash: str, ready: str) -> None:
+    page.goto(served.url + hash)
+    page.wait_for_selector(ready, state="attached")
+    settled(page)
+    asked = Counter(page.evaluate(ASKED))
+    assert asked["info"] == 1
+    twice = [url for url, count in asked.items() if count > 1]
+    assert not twice, asked
+
+
+def test_a_far_frame_opens_near_it_in_one_step(served: Any, page: Any) -> None:
+    far = 20_001
+    page.goto(f"{served.url}#view=timeline&c=1&f={far}")
+    page.wait_for_selector(f'#detail[aria-label="frame {far}"] h2')
+    page.wait_for_function(
+        """seq => [...document.querySelectorAll('#spacer .row')].some(
+            r => Number(r.dataset.seq) <= seq && seq <= Number(r.dataset.last || r.dataset.seq))""",
+        arg=far,
+    )
+    settled(page)
+    assert page.evaluate("location.hash").endswith(f"f={far}&from={far - 100}")
+    asked = page.evaluate(ASKED)
+    # Straight to the timeline that starts there: nothing asked of the whole timeline's index.
+    assert not [url for url in asked if "/rows" in url and "from=" not in url], asked
+    assert not [url for url in asked if "/locate" in url and "from=" not in url], asked
+    assert page.text_content("#count").count("from frame 19,901") == 1
