@@ -18,6 +18,7 @@ from acp_proxy.store.database import connect
 from acp_proxy.store.writer import NewConnection, RecordingWriter
 from tests.support.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
 from tests.support.helpers import observe_all, write_recording
+from tests.support.processes import started
 from tests.support.terminal import on_pty
 
 SGR = re.compile(rb"\x1b\[[0-9;]*m")
@@ -117,9 +118,7 @@ def test_tail_wait_and_follow_all_then_ctrl_c(tmp_path: Path) -> None:
     db_path = tmp_path / "later.sqlite"  # not there yet: tail waits for it too
     argv = [sys.executable, "-m", "acp_proxy", "tail", "--wait", "--follow-all"]
     argv += ["--interval", "0.02", "--db", str(db_path)]
-    with subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_environ()
-    ) as tail:
+    with started(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_environ()) as tail:
         _drive_tail(tail, db_path)
 
 
