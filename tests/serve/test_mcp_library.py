@@ -290,3 +290,16 @@ def test_a_cursor_that_is_not_one_is_a_tool_mistake(db_path: Path) -> None:
     write_recording(db_path, V1_CONVERSATION)
     with pytest.raises(ToolMistake, match="not a cursor"):
         library(db_path).list_recordings(before="12")
+
+
+def test_a_remote_recordings_frames_say_their_stream_through_the_redacted_copy(
+    db_path: Path,
+) -> None:
+    from tests.support.remote_recordings import http_exchanges, http_frames, write_remote
+
+    write_remote(db_path, "http", http_exchanges(), http_frames(), label="remote")
+    frames = library(db_path).frames("remote", None, None, None, None, 0, 50)["frames"]
+    assert [(f["stream"], f["exchange"], f["http_status"]) for f in frames] == [
+        ("post", 1, 200), ("post_answer", 1, 200), ("post", 3, 202), ("connection_sse", 2, 200),
+        ("post", 5, 202), ("session_sse", 4, 200), ("session_sse", 4, 200),
+    ]  # fmt: skip
