@@ -387,8 +387,9 @@ def one_repeat(
                         per_100k = used / (args.stream_blocks * args.updates) * 1e5
                         if proxy:
                             results[mode][key] = cpu + per_100k
-            pids = [listener.process.pid, listener.recorder]
             for mode in order:
+                serving = listeners.get(mode, listener)  # direct: the listener stands idle
+                pids = [serving.process.pid, serving.recorder]
                 idle = {pid: rss_kib(pid) for pid in pids}
                 sampler = Sampler(pids)
                 try:
@@ -403,7 +404,7 @@ def one_repeat(
                           file=sys.stderr)  # fmt: skip
                     results[mode]["concurrent"] = math.nan
                 peaks = sampler.stop()
-                if mode == "acp-proxy":
+                if mode in listeners:
                     results[mode]["memory"] = {
                         "listener_idle_kib": idle[pids[0]], "listener_peak_kib": peaks[pids[0]],
                         "recorder_idle_kib": idle[pids[1]], "recorder_peak_kib": peaks[pids[1]],
@@ -522,7 +523,7 @@ def report(repeats: list[dict[str, Any]], args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
-def _figures(result: dict[str, Any]) -> dict[str, float]:
+def _figures(result: dict[str, Any], connections: int = 1) -> dict[str, float]:
     """One mode's figures of one repeat: round trips in us, streams in MB/s, the concurrent
     run in seconds."""
     figures = {
@@ -534,6 +535,11 @@ def _figures(result: dict[str, Any]) -> dict[str, float]:
         seconds, size = result[f"stream-{profile}"]
         figures[f"updates over {profile} (MB/s at the client)"] = size / seconds / 1e6
     figures["concurrent connections (s)"] = result["concurrent"]
+    if "memory" in result:
+        memory = result["memory"]
+        for process in ("listener", "recorder"):
+            grown = memory[f"{process}_peak_kib"] - memory[f"{process}_idle_kib"]
+            figures[f"{process} memory per concurrent connection (KiB)"] = grown / connections
     for profile in ("http", "ws"):
         if f"listener-cpu-100k-{profile}" in result:
             figures[f"listener CPU per 100,000 updates over {profile} (s)"] = result[
@@ -553,18 +559,19 @@ def baseline_report(repeats: list[dict[str, Any]], args: argparse.Namespace) -> 
         "acp-proxy vs direct |",
         "|---|---|---|---|---|---|",
     ]
-    per_repeat = [{mode: _figures(r[mode]) for mode in ("direct", BASELINE_MODE, "acp-proxy")}
+    modes = ("direct", BASELINE_MODE, "acp-proxy")
+    per_repeat = [{mode: _figures(r[mode], args.connections) for mode in modes}
                   for r in repeats]  # fmt: skip
     for name in per_repeat[0][BASELINE_MODE]:
         d, b, p = ([r[mode].get(name, 0.0) for r in per_repeat] for mode in
                    ("direct", BASELINE_MODE, "acp-proxy"))  # fmt: skip
-        digits = 0 if "(us)" in name else 2
+        digits = 0 if "(us)" in name or "(KiB)" in name else 2
         if "(us)" in name:
             against = [f"{median([y - x for x, y in zip(d, v, strict=True)]):+.0f} us"
                        for v in (b, p)]  # fmt: skip
         elif "MB/s" in name:
             against = [f"{median([y / x for x, y in zip(d, v, strict=True)]):.2f}x" for v in (b, p)]
-        elif "CPU" in name:
+        elif "CPU" in name or "memory" in name:
             against = ["", ""]
         else:  # seconds: direct's time over the proxy's, above 1 is faster
             against = [f"{median([x / y for x, y in zip(d, v, strict=True)]):.2f}x" for v in (b, p)]
@@ -579,7 +586,7 @@ def baseline_report(repeats: list[dict[str, Any]], args: argparse.Namespace) -> 
             shown += f" (before failed in {failed} of {len(repeats)} repeats)"
             if "(s)" in name:
                 against[0] = f"{median([x / y for x, y in zip(d, b, strict=True)]):.2f}x"
-        direct_shown = "" if "CPU" in name else f"{median(d):.{digits}f}"
+        direct_shown = "" if "CPU" in name or "memory" in name else f"{median(d):.{digits}f}"
         lines.append(
             f"| {shown} | {direct_shown} | {median(b):.{digits}f} | {median(p):.{digits}f} | "
             f"{against[0]} | {against[1]} |"
