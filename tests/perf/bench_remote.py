@@ -281,6 +281,15 @@ async def concurrent(url: str, connections: int, per_connection: int) -> float:
     return elapsed
 
 
+def _each(values: list[float]) -> str:
+    return ", ".join(f"{value:.2f}" for value in values)
+
+
+def _ratio(values: list[float]) -> str:
+    """The median ratio, then each repeat's."""
+    return f"{statistics.median(values):.2f}x ({_each(values)})"
+
+
 def _percentile(values: list[int], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[max(0, round(fraction * len(ordered)) - 1)] / 1000.0  # microseconds
@@ -489,14 +498,15 @@ def report(repeats: list[dict[str, Any]], args: argparse.Namespace) -> str:
         ratios = [b / a for a, b in zip(d, p, strict=True)]
         lines.append(
             f"| {args.updates:,} updates over {profile} (MB/s at the client) | {median(d):.1f} | "
-            f"{median(p):.1f} | {median(ratios):.2f}x |"
+            f"{median(p):.1f} | {median(ratios):.2f}x (per repeat {_each(ratios)}) |"
         )
     d = [r["direct"]["concurrent"] for r in repeats]
     p = [r["acp-proxy"]["concurrent"] for r in repeats]
     ratios = [a / b for a, b in zip(d, p, strict=True)]
     lines.append(
         f"| {args.connections} connections x {args.per_connection:,} updates (s) | "
-        f"{median(d):.2f} | {median(p):.2f} | {median(ratios):.2f}x |"
+        f"{median(d):.2f} | {median(p):.2f} | {median(ratios):.2f}x (per repeat "
+        f"{_each(ratios)}) |"
     )
     for profile in ("http", "ws"):
         per_100k = [r["acp-proxy"][f"listener-cpu-100k-{profile}"] for r in repeats]
@@ -570,11 +580,11 @@ def baseline_report(repeats: list[dict[str, Any]], args: argparse.Namespace) -> 
             against = [f"{median([y - x for x, y in zip(d, v, strict=True)]):+.0f} us"
                        for v in (b, p)]  # fmt: skip
         elif "MB/s" in name:
-            against = [f"{median([y / x for x, y in zip(d, v, strict=True)]):.2f}x" for v in (b, p)]
+            against = [_ratio([y / x for x, y in zip(d, v, strict=True)]) for v in (b, p)]
         elif "CPU" in name or "memory" in name:
             against = ["", ""]
         else:  # seconds: direct's time over the proxy's, above 1 is faster
-            against = [f"{median([x / y for x, y in zip(d, v, strict=True)]):.2f}x" for v in (b, p)]
+            against = [_ratio([x / y for x, y in zip(d, v, strict=True)]) for v in (b, p)]
         shown = name.replace("concurrent connections",
                              f"{args.connections} x {args.per_connection:,} updates")  # fmt: skip
         if name.startswith("updates over"):
