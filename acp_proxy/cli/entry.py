@@ -15,6 +15,10 @@ Rules:
   and a command. Anything else (``--help``, an unknown or malformed option, ``--otlp`` without
   the ``otel`` extra) goes through the command line as usual, which also reports mistakes.
 - ``acp-proxy --version`` alone is answered here too, in click's words, without click.
+- So is the unambiguous ``replay [--db DB] [--record] REF`` (in any order, ``--db`` with its
+  value after a space or ``=``, given once, not a folder; REF not an option): every other
+  option at its default, it means exactly what the command means (cli/replay_plain.py); the
+  client's first answer does not wait for click. Anything else goes through the command line.
 - That form is then run without the command-line library at all (its options were just read
   here, exactly as the command would read them: tests/test_record.py compares the two), which
   keeps its import time and memory out of every proxied session. Everything else goes through
@@ -114,6 +118,46 @@ def early_record_settings(args: Sequence[str]) -> EarlyRecord | None:
     )  # fmt: skip
 
 
+class EarlyReplay(NamedTuple):
+    db: str | None
+    ref: str
+    record: bool
+
+
+def early_replay_settings(args: Sequence[str]) -> EarlyReplay | None:
+    """The settings of an unambiguous plain ``replay`` command line, or None (see the rules)."""
+    if args[:1] != ["replay"]:
+        return None
+    db: str | None = None
+    refs: list[str] = []
+    record = False
+    rest = list(args[1:])
+    while rest:
+        word = rest.pop(0)
+        name, equals, value = word.partition("=")
+        if word == "--record" and not record:
+            record = True
+        elif name == "--db" and db is None:
+            if not equals:
+                if not rest:
+                    return None
+                value = rest.pop(0)
+            db = value
+        elif word and not word.startswith("-"):
+            refs.append(word)
+        else:
+            return None
+    if len(refs) != 1 or db == "":
+        return None
+    if db is None and DB_ENV in os.environ:
+        db = os.environ[DB_ENV]
+        if not db:
+            return None
+    if db is not None and os.path.isdir(db):
+        return None  # the command line says why
+    return EarlyReplay(db, refs[0], record)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     open_missing_standard_fds()
     args = list(sys.argv[1:] if argv is None else argv)
@@ -145,6 +189,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.stdout.write(f"acp-proxy, version {__version__}\n")
         sys.stdout.flush()
         return
+    replay = early_replay_settings(args)
+    if replay is not None:
+        from acp_proxy.cli.replay_plain import replay_early
+
+        replay_early(args, *replay)
     from acp_proxy.cli.main import main as command_line
 
     command_line(args=args)

@@ -10,11 +10,15 @@ Rules:
   ``NO_COLOR`` say otherwise, lines cut to the terminal's width, long output paged.
 - The proxy's own remarks ("no frames matched", which connection ``tail`` follows) go to
   stderr, so stdout holds only frames.
+- ``tail -f`` on a remote connection being recorded holds back a frame whose stream is not
+  committed yet (the recorder commits it just after the frame) for at most
+  ``CARRIER_POLLS`` looks, so that each line says its stream.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import sys
 import time
@@ -50,6 +54,7 @@ from acp_proxy.store.values import FrameRow
 F = TypeVar("F", bound=Callable[..., Any])
 MAX_INT = 2**63 - 1  # what SQLite holds: larger numbers are refused as options
 MAX_SECONDS = 10**6
+CARRIER_POLLS = 10  # looks a live remote frame waits for its stream row before it is shown
 
 
 @contextlib.contextmanager
@@ -288,16 +293,22 @@ def _follow(
     write: Callable[[FrameRow], None], seen: int, interval: float,
 ) -> None:  # fmt: skip
     """Write the frames after ``seen`` as they are recorded, until the connection ends."""
+    remote = store_read.connection(database, connection_id).remote
+    held = 0  # looks so far at a frame without its stream
     while True:
         state = store_read.status(database, connection_id)  # read first: frames land before it
         fresh = list(store_read.frames(database, connection_id, where, after_seq=seen))
-        for frame in fresh:
+        ready = fresh
+        if remote and state == "running" and held < CARRIER_POLLS:
+            ready = list(itertools.takewhile(lambda frame: frame.carrier is not None, fresh))
+        held = held + 1 if len(ready) < len(fresh) else 0
+        for frame in ready:
             write(frame)
             seen = frame.seq
         sys.stdout.flush()
         if not fresh and state != "running":
             return
-        if not fresh:
+        if len(ready) < len(fresh) or not fresh:
             time.sleep(interval)
 
 

@@ -7,8 +7,11 @@ Rules:
   unknown REF, unreadable database): the same scheme as ``diff``. A signal (SIGINT, SIGTERM,
   SIGHUP) ends a replay as a client ends its agent, so 0 or 1 by the same scheme; it ends
   ``--to-agent`` with 128+N, as ``record`` reports signal N (docs/replay.md, "Signals").
-- Every form runs in replay's one I/O shell (replay/shell/loop.py), imported after the
-  recorder process is forked, so that the recorder does not carry the event loop's modules.
+- A client served from one recording runs in replay's plain shell (replay/shell/plain.py: one
+  thread, no event loop to start); every form with an agent in the anyio shell
+  (replay/shell/loop.py), imported after the recorder process is forked, so that the recorder
+  does not carry the event loop's modules. Both make the same decisions
+  (replay/shell/common.py).
 - REF may be a bug-report bundle or a JSONL export (bundle.py): it is read from a temporary
   database; ``--record`` still records into ``--db``.
 - Loading the recording and building the script make several objects per frame and no
@@ -30,7 +33,6 @@ Rules:
 
 from __future__ import annotations
 
-import gc
 import sys
 import time
 from pathlib import Path
@@ -39,16 +41,24 @@ from typing import TYPE_CHECKING
 import click
 
 from acp_proxy.cli.main import db_option, open_ref, report, resolve_db
+from acp_proxy.cli.replay_plain import (
+    EXIT_DIVERGED,
+    EXIT_USAGE,
+    SessionOfEpisodes,
+    finish_recording,
+    grace_ns,
+    load_scripts,
+    serve_one,
+    start_recorder,
+)
 from acp_proxy.errors import AcpProxyError
 from acp_proxy.protocol.acp import Direction
 
 if TYPE_CHECKING:
-    from acp_proxy.record.recording import Recording
     from acp_proxy.replay.engine import Options
     from acp_proxy.replay.match import Matcher
     from acp_proxy.replay.script import Script
 
-EXIT_DIVERGED, EXIT_USAGE = 1, 2
 MIN_FACTOR, MAX_FACTOR = 1e-6, 1e6
 MAX_SECONDS = 10**6  # longer waits are refused as options (their nanoseconds must fit 64 bits)
 
@@ -158,10 +168,8 @@ def replay_command(
             raise click.UsageError("--session, --timing, --max-gap and --on-mismatch "
                                    "do not apply to --to-agent")  # fmt: skip
         _to_agent(db, ref, agent_command, ignore, record, timeout)
-    from acp_proxy.replay.engine import Options, Replay
+    from acp_proxy.replay.engine import Options
     from acp_proxy.replay.match import Matcher
-    from acp_proxy.replay.modes import ForClient
-    from acp_proxy.replay.report import exit_status, summary
 
     scale = parse_timing(timing)
     try:
@@ -175,25 +183,13 @@ def replay_command(
         on_mismatch=on_mismatch,
         timeout_ns=int(timeout * 1e9),
     )
-    collecting = gc.isenabled()
-    gc.disable()  # see the module rules
     try:
-        try:
-            opened = open_ref(db, ref, episodes=True, sessions=True)
-            opened.db.close()
-            if len(opened.targets) > 1 and session:
-                raise click.UsageError("--session needs a recording of a single episode")
-            loaded = [
-                _script(opened.path, str(t.connection_id), session or t.session_id, matcher)
-                for t in opened.targets
-            ]
-        except AcpProxyError as error:
-            report(str(error))
-            sys.exit(EXIT_USAGE)
-        gc.freeze()
-    finally:
-        if collecting:
-            gc.enable()
+        loaded = load_scripts(db_path, ref, session, matcher)
+    except SessionOfEpisodes as error:
+        raise click.UsageError(str(error)) from None
+    except AcpProxyError as error:
+        report(str(error))
+        sys.exit(EXIT_USAGE)
     scripts = [script for script, _ in loaded]
     what = loaded[0][1]
     if listen is not None:
@@ -203,19 +199,9 @@ def replay_command(
         what = f"{ref}" if len(scripts) > 1 else what
         live = agent_command if go_live else None
         _serve_episodes(db_path, scripts, what, matcher, options, record, live, ignore)
-    clock_origin = (time.monotonic_ns(), time.time_ns())
-    recorder = _start_recorder(db_path, clock_origin) if record else None
-    from acp_proxy.replay.shell.loop import serve  # after the fork: the recorder stays small
-
-    replay = Replay(scripts[0], matcher, options, time.monotonic_ns())
+    script = scripts[0]
     del scripts, loaded
-    serve(ForClient(replay), options.timeout_ns, _grace_ns(options.timeout_ns),
-          tap=recorder.tap if recorder else None)  # fmt: skip
-    text = summary(replay, what)
-    report(text)
-    status = exit_status(replay)
-    _finish_recording(recorder, text, status)
-    sys.exit(status)
+    serve_one(db_path, script, what, matcher, options, record)
 
 
 def _listen(
@@ -267,41 +253,6 @@ def _listen(
     sys.exit(EXIT_DIVERGED if listener.diverged or failed else 0)
 
 
-def _script(source: Path, ref: str, session: str | None, matcher: Matcher) -> tuple[Script, str]:
-    """The replay script of ``ref`` (narrowed to a session), and its name for the summary."""
-    from acp_proxy.replay.script import as_lines, build, select_session
-    from acp_proxy.store.replay_reads import load_script
-    from acp_proxy.store.values import RecordedFrame
-
-    target, rows = load_script(source, ref, session)
-    session = session or target.session_id
-    what = f"connection {target.connection_id}"
-    what += f" ({target.label})" if target.label else ""
-    if session is not None:  # then every row is a RecordedFrame (load_script)
-        frames = [f for f in rows if isinstance(f, RecordedFrame)]
-        if not any(f.session_id == session for f in frames):
-            report(f"{what} has no session {session!r}")
-            sys.exit(EXIT_USAGE)
-        rows = list(select_session(frames, session))
-        del frames
-        what += f", session {session}"
-    script = build(rows, matcher)
-    return (as_lines(script) if _remote(source, target.connection_id) else script), what
-
-
-def _remote(source: Path, connection_id: int) -> bool:
-    """Whether the connection was recorded from the remote transport (its frames have no line
-    breaks: replayed to a stdio client, each becomes a line)."""
-    from acp_proxy.store.readers import open_for_reading
-    from acp_proxy.store.transport_facts import REMOTE, transport_of
-
-    db = open_for_reading(source)
-    try:
-        return transport_of(db, connection_id) in REMOTE
-    finally:
-        db.close()
-
-
 def _serve_episodes(
     db_path: Path, scripts: list[Script], what: str, matcher: Matcher, options: Options,
     record: bool, agent: tuple[str, ...] | None, ignore: tuple[str, ...],
@@ -312,7 +263,7 @@ def _serve_episodes(
     from acp_proxy.replay.report import episodes_summary
 
     clock_origin = (time.monotonic_ns(), time.time_ns())
-    recorder = _start_recorder(db_path, clock_origin) if record else None
+    recorder = start_recorder(db_path, clock_origin) if record else None
     from acp_proxy.replay.shell.loop import serve  # after the fork: the recorder stays small
 
     engine = Episodes(
@@ -323,13 +274,13 @@ def _serve_episodes(
     def keep(direction: Direction, now: int, chunk: bytes) -> None:
         chunks.append((direction, now, chunk))
 
-    outcome = serve(ForEpisodes(engine), options.timeout_ns, _grace_ns(options.timeout_ns),
+    outcome = serve(ForEpisodes(engine), options.timeout_ns, grace_ns(options.timeout_ns),
                     agent_argv=agent, tap=recorder.tap if recorder else None,
                     agent_log=keep)  # fmt: skip
     text = episodes_summary(engine, what)
     report(text)
     status = EXIT_DIVERGED if engine.diverged else 0
-    _finish_recording(recorder, text, status)
+    finish_recording(recorder, text, status)
     live = engine.live
     if record and agent and live is not None and live.caught_up:
         new = _record_live(db_path, agent, chunks, clock_origin, outcome.agent_returncode)
@@ -357,15 +308,6 @@ def _record_live(
     last_ns = chunks[-1][1] + wall_minus_mono if chunks else None
     outcome = recording.finish(exit_code=exit_code, ended_ns=last_ns, what="the live recording")
     return None if outcome in ("failed", "died") else recording.connection_id()
-
-
-def _finish_recording(recorder: Recording | None, text: str, status: int) -> None:
-    """The replay's own recording: its summary as a stderr line, its exit status; then flush."""
-    if recorder is None:
-        return
-    line = f"acp-proxy: {text}\n".encode()
-    recorder.put(Direction.AGENT_STDERR, time.monotonic_ns(), line)
-    recorder.finish(exit_code=status, what="the replay's recording")
 
 
 def _to_agent(
@@ -402,11 +344,11 @@ def _to_agent(
             what = f"episode {number} of {len(loaded)} ({what})"
         drive = Drive(frames, ignore)
         clock_origin = (time.monotonic_ns(), time.time_ns())
-        recorder = _start_recorder(db_path, clock_origin) if record else None
+        recorder = start_recorder(db_path, clock_origin) if record else None
         from acp_proxy.replay.shell.loop import serve  # after the fork: the recorder stays small
 
         mode = ForAgent(drive, timeout_ns, time.monotonic_ns())
-        outcome = serve(mode, timeout_ns, _grace_ns(timeout_ns), agent_argv=argv,
+        outcome = serve(mode, timeout_ns, grace_ns(timeout_ns), agent_argv=argv,
                         agent_log=recorder.tap.put if recorder else None)  # fmt: skip
         if mode.spawn_failure is not None:
             report(mode.spawn_failure)
@@ -422,16 +364,3 @@ def _to_agent(
         if status:
             sys.exit(status)
     sys.exit(0)
-
-
-def _grace_ns(timeout_ns: int) -> int:
-    """How long the agent (and after a signal, the whole run) has to end: at most the timeout."""
-    from acp_proxy.record.defaults import DEFAULT_GRACE
-
-    return min(timeout_ns, int(DEFAULT_GRACE * 1e9))
-
-
-def _start_recorder(db_path: Path, clock_origin: tuple[int, int]) -> Recording:
-    from acp_proxy.record.recording import Recording
-
-    return Recording.start(db_path, ["acp-proxy", *sys.argv[1:]], report, clock_origin=clock_origin)

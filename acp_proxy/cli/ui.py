@@ -5,6 +5,11 @@ Rules:
 - REF picks the connection the page opens on; a bundle, JSONL export or cassette file is
   imported into a temporary database first (every episode of it is listed).
 - The address, with its token, is said on stderr. ``--host`` other than loopback warns.
+- Ctrl-C (SIGINT) stops it without a word more, exit status 130: the status a shell gives a
+  program that Ctrl-C ended, as GNU tools and Python itself end on an unhandled interrupt, so
+  that a script or supervisor can tell "stopped" from "finished" (a server has no work that
+  finishes); never click's "Aborted!" and status 1, which would say it failed. SIGTERM ends it
+  as the signal does (uvicorn shuts down, then the signal takes its default course).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from acp_proxy.cli.main import db_option, report, resolve_db
 from acp_proxy.errors import AcpProxyError
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a program Ctrl-C ended
 DATABASE_WAIT_S = 60.0
 
 
@@ -53,7 +59,8 @@ def ui_command(
 
     REF (a connection id, session id, label, `last`, or a bundle / JSONL export / cassette
     file) is what the page opens on; without it the page opens on the list. The address,
-    with the random token every request needs, is said on stderr.
+    with the random token every request needs, is said on stderr. Ctrl-C stops it (exit
+    status 130).
     """
     missing = [m for m in ("starlette", "uvicorn") if importlib.util.find_spec(m) is None]
     if missing:
@@ -95,7 +102,10 @@ def ui_command(
 
     if open_browser is None:
         open_browser = sys.stdout.isatty() and watch_pid is None
-    serve(make_app, ServeOptions(host, port, open_browser, watch_pid), report)
+    try:
+        serve(make_app, ServeOptions(host, port, open_browser, watch_pid), report)
+    except KeyboardInterrupt:  # Ctrl-C: stopped as asked, quietly (see the rules)
+        sys.exit(EXIT_INTERRUPTED)
 
 
 def _wait_for_database(path: Path, pid: int) -> None:

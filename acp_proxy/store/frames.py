@@ -15,12 +15,14 @@ from collections.abc import Iterator
 
 from acp_proxy.errors import RecordingError
 from acp_proxy.protocol.observer import FRAME_COLUMNS, FrameRecord
+from acp_proxy.store.frame_types import Layout
 from acp_proxy.store.refs import Scope, scope
 
 __all__ = ["Scope", "all_connections", "frames", "losses", "scope"]
 
 _SELECT = f"SELECT {', '.join(FRAME_COLUMNS)} FROM frame"
 _BATCH = 4096
+_LAYOUT = Layout(FRAME_COLUMNS)
 
 
 def all_connections(db: sqlite3.Connection) -> list[int]:
@@ -53,7 +55,7 @@ def frames(
     try:
         cursor = db.execute(query + " ORDER BY seq LIMIT ?", [*args, limit])
         while rows := cursor.fetchmany(_BATCH):
-            for row in rows:
+            for row in _LAYOUT.check(db, rows, target.connection_id):
                 yield FrameRecord._make(row)
     except sqlite3.Error as error:
         raise RecordingError(f"cannot read the recording: {error}") from error

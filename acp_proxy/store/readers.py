@@ -21,6 +21,7 @@ from acp_proxy.errors import UnknownRecording
 from acp_proxy.protocol.decode import column_value
 from acp_proxy.protocol.latency import Call
 from acp_proxy.store.database import connect
+from acp_proxy.store.frame_types import JOINED, STORAGE, Layout, mistyped_sql, require_typed
 from acp_proxy.store.remote import REMOTE_FORMAT, carriers
 from acp_proxy.store.values import ConnectionRow, FrameRow
 
@@ -45,10 +46,17 @@ def _connection_columns(db: sqlite3.Connection) -> str:
     )
 
 
+# FrameRow's fields in order, the request's mono_ns in place of the latency (computed here).
+_FRAME_LAYOUT = Layout((
+    "seq", "direction", "mono_ns", "wall_ns", "raw", "kind", "rpc_id", "method", "session_id",
+    "update_kind", "request_seq", "stop_reason", "error_code", "mono_ns" + JOINED, "offset",
+    "size", "message_id", "tool_call_id", *FLAG_COLUMNS,
+))  # fmt: skip
+_LATENCY = _FRAME_LAYOUT.columns.index("mono_ns" + JOINED)
 _FRAME_SELECT = (
     "SELECT f.seq, f.direction, f.mono_ns, f.wall_ns, f.raw, f.kind, f.rpc_id, f.method, "
     "f.session_id, f.update_kind, f.request_seq, f.stop_reason, f.error_code, "
-    "f.mono_ns - r.mono_ns, f.offset, f.size, f.message_id, f.tool_call_id, "
+    "r.mono_ns, f.offset, f.size, f.message_id, f.tool_call_id, "
     "f.bad_json, f.bad_utf8, f.not_jsonrpc, f.batch, f.no_newline "
     "FROM frame f LEFT JOIN frame r "
     "ON r.connection_id = f.connection_id AND r.seq = f.request_seq "
@@ -103,20 +111,25 @@ class ConnectionCounts:
     sessions: list[tuple[str, int]]  # session id, prompts
 
 
+_COUNTED = ("seq", "kind", "method", "session_id", "mono_ns", "bad_json", "bad_utf8", "not_jsonrpc")
+
+
 def counts(db: sqlite3.Connection, connection_id: int) -> ConnectionCounts:
     row = db.execute(
         "SELECT count(*), coalesce(sum(kind = 'request' AND method = 'session/prompt'), 0), "
         "coalesce(sum(kind = 'error'), 0), "
-        "coalesce(sum(bad_json OR bad_utf8 OR not_jsonrpc), 0), min(mono_ns), max(mono_ns) "
-        "FROM frame WHERE connection_id = ?",
+        "coalesce(sum(bad_json OR bad_utf8 OR not_jsonrpc), 0), min(mono_ns), max(mono_ns), "
+        f"coalesce(sum({mistyped_sql(_COUNTED)}), 0) FROM frame WHERE connection_id = ?",
         (connection_id,),
     ).fetchone()
+    if row[-1]:
+        require_typed(db, connection_id, _COUNTED)
     sessions = db.execute(
         "SELECT session_id, sum(kind = 'request' AND method = 'session/prompt') FROM frame "
         "WHERE connection_id = ? AND session_id IS NOT NULL GROUP BY session_id ORDER BY min(seq)",
         (connection_id,),
     ).fetchall()
-    frames, prompts, errors, malformed, first, last = row
+    frames, prompts, errors, malformed, first, last, _ = row
     return ConnectionCounts(
         frames, prompts, errors, malformed, first, last, [tuple(s) for s in sessions]
     )
@@ -170,9 +183,12 @@ class FrameFilter:
 
 def _frame(row: tuple[Any, ...], carried: dict[int, Any] | None = None) -> FrameRow:
     flags = tuple(name for name, on in zip(FLAG_COLUMNS, row[18:], strict=True) if on)
-    make: Any = FrameRow  # the first 18 columns are its fields, in order
+    values = list(row[:18])  # FrameRow's fields, in order
+    if values[_LATENCY] is not None:
+        values[_LATENCY] = values[2] - values[_LATENCY]
+    make: Any = FrameRow
     carrier = None if carried is None else carried.get(row[0])
-    return make(*row[:18], flags=flags, carrier=carrier)  # type: ignore[no-any-return]
+    return make(*values, flags=flags, carrier=carrier)  # type: ignore[no-any-return]
 
 
 def _is_remote(db: sqlite3.Connection, connection_id: int) -> bool:
@@ -216,16 +232,21 @@ def frames(
         _FRAME_SELECT + "WHERE f.connection_id = ? AND f.seq > ?" + clauses + order,
         (connection_id, after_seq, *values, -1 if limit is None else limit),
     )
+    check = _FRAME_LAYOUT.check
     if newest:
-        yield from _with_carriers(db, connection_id, cursor.fetchall()[::-1], remote)
+        rows = check(db, cursor.fetchall(), connection_id)
+        yield from _with_carriers(db, connection_id, rows[::-1], remote)
         return
     while rows := cursor.fetchmany(BATCH):
-        yield from _with_carriers(db, connection_id, rows, remote)
+        yield from _with_carriers(db, connection_id, check(db, rows, connection_id), remote)
+
+
+_SEQ = Layout(["seq" + JOINED])  # an aggregate of a connection's seqs: NULL when it has none
 
 
 def last_seq(db: sqlite3.Connection, connection_id: int) -> int:
     row = db.execute("SELECT max(seq) FROM frame WHERE connection_id = ?", (connection_id,))
-    return int(row.fetchone()[0] or 0)
+    return int(_SEQ.check_one(db, row.fetchone(), connection_id)[0] or 0)
 
 
 def holds_recordings(db: sqlite3.Connection) -> bool:
@@ -250,11 +271,14 @@ def connection_after(db: sqlite3.Connection, connection_id: int) -> int | None:
     return None if row[0] is None else int(row[0])
 
 
+_MONO_NS = Layout(["mono_ns"])
+
+
 def first_mono_ns(db: sqlite3.Connection, connection_id: int) -> int | None:
     row = db.execute(
         "SELECT mono_ns FROM frame WHERE connection_id = ? ORDER BY seq LIMIT 1", (connection_id,)
     ).fetchone()
-    return None if row is None else int(row[0])
+    return None if row is None else int(_MONO_NS.check_one(db, row, connection_id)[0])
 
 
 def status(db: sqlite3.Connection, connection_id: int) -> str:
@@ -268,8 +292,9 @@ def export_rows(db: sqlite3.Connection, connection_id: int) -> Iterator[dict[str
         "SELECT * FROM frame WHERE connection_id = ? ORDER BY seq", (connection_id,)
     )
     names = [d[0] for d in cursor.description]
+    layout = Layout(name if name in STORAGE else None for name in names)
     while rows := cursor.fetchmany(BATCH):
-        for row in rows:
+        for row in layout.check(db, rows, connection_id):
             record = dict(zip(names, row, strict=True))
             del record["id"], record["connection_id"]
             yield record
@@ -291,23 +316,35 @@ def connection_record(db: sqlite3.Connection, connection_id: int) -> dict[str, A
     return {k: v for k, v in zip(names, row, strict=True) if k not in LOCAL_COLUMNS}
 
 
+_CALL = Layout(("method", "direction", "mono_ns", "mono_ns" + JOINED, "kind" + JOINED))
+
+
 def calls(db: sqlite3.Connection, connection_id: int) -> Iterator[Call]:
     """Every request of a connection with its answer's latency (``protocol.latency``'s input)."""
     cursor = db.execute(
-        "SELECT req.method, req.direction, resp.mono_ns - req.mono_ns, resp.kind = 'error' "
+        "SELECT req.method, req.direction, req.mono_ns, resp.mono_ns, resp.kind "
         "FROM frame req LEFT JOIN frame resp "
         "ON resp.connection_id = req.connection_id AND resp.request_seq = req.seq "
         "WHERE req.connection_id = ? AND req.kind = 'request' ORDER BY req.seq",
         (connection_id,),
     )
-    for method, direction, latency_ns, is_error in cursor:
-        yield Call(method or "", direction, latency_ns, bool(is_error))
+    while rows := cursor.fetchmany(BATCH):
+        for method, direction, sent, answered, kind in _CALL.check(db, rows, connection_id):
+            latency_ns = None if answered is None else answered - sent
+            yield Call(method or "", direction, latency_ns, kind == "error")
+
+
+_TURNS = (
+    "seq", "direction", "kind", "method", "session_id", "request_seq", "mono_ns", "stop_reason",
+    "message_id", "update_kind", "raw",
+)  # fmt: skip
 
 
 def prompt_turns(
     db: sqlite3.Connection, connection_id: int, limit: int = 200
 ) -> list[tuple[Any, ...]]:
     """(session, prompt seq, end seq, stop reason, status, duration ms) of the first turns."""
+    require_typed(db, connection_id, _TURNS)  # the view reads these columns of every frame
     rows = db.execute(
         "SELECT session_id, prompt_seq, end_seq, stop_reason, status, duration_ms "
         "FROM prompt_turns WHERE connection_id = ? ORDER BY prompt_seq LIMIT ?",

@@ -23,6 +23,7 @@ from typing import Any
 from acp_proxy.errors import RecordingError
 from acp_proxy.protocol.acp import COMPACTION_KINDS, LIVE_ONLY_UPDATE_KINDS, SESSION_UPDATE
 from acp_proxy.store.database import connect
+from acp_proxy.store.frame_types import Layout, mistyped_sql
 from acp_proxy.store.frames import Scope, scope
 from acp_proxy.store.values import RecordedFrame, ScriptRow
 
@@ -33,19 +34,25 @@ _COLUMNS = (
 _SELECT_SEQS = f"SELECT {_COLUMNS} FROM frame WHERE connection_id = ? AND seq IN"
 _SELECT = (
     "SELECT seq, direction, mono_ns, raw, kind, rpc_id, method, update_kind, request_seq, "
-    "session_id FROM frame WHERE connection_id = ?1 AND direction != 'stderr' ORDER BY seq"
+    "session_id FROM frame WHERE connection_id = ?1 AND direction IS NOT 'stderr' ORDER BY seq"
 )
 # Our own constants, never input: the update kinds replay does not send verbatim.
 _KEPT = ", ".join(f"'{kind}'" for kind in sorted(LIVE_ONLY_UPDATE_KINDS | COMPACTION_KINDS))
-_VERBATIM = (  # never NULL, so that NOT _VERBATIM is exactly the other frames
+_NAMES = _COLUMNS.split(", ")
+_LAYOUT = Layout(_NAMES)
+# Never NULL, so that NOT _VERBATIM is exactly the other frames; a frame whose columns are not
+# all of their types is one of the others, and so checked in full.
+_VERBATIM = (
     f"(direction = 'a2c' AND kind = 'notification' AND method IS '{SESSION_UPDATE}' "
-    f"AND request_seq IS NULL AND update_kind IS NOT NULL AND update_kind NOT IN ({_KEPT}))"
+    f"AND request_seq IS NULL AND update_kind IS NOT NULL AND update_kind NOT IN ({_KEPT}) "
+    f"AND NOT {mistyped_sql(_NAMES)})"
 )
 _SELECT_SCRIPT = (  # Verbatim rows: (seq, mono_ns, raw, 1); 0 in the last column: look it up
     f"SELECT seq, mono_ns, raw, {_VERBATIM} FROM frame "
-    "WHERE connection_id = ?1 AND direction != 'stderr' ORDER BY seq"
+    "WHERE connection_id = ?1 AND direction IS NOT 'stderr' ORDER BY seq"
 )
 _IN = 500  # seqs per look-up of the other frames
+_SEQ = Layout(["seq"])
 
 
 def load(db_path: Path, ref: str | None) -> tuple[Scope, list[RecordedFrame]]:
@@ -83,7 +90,7 @@ def _frames(db: sqlite3.Connection, connection_id: int) -> list[RecordedFrame]:
     frames: list[RecordedFrame] = []
     cursor = db.execute(_SELECT, (connection_id,))
     while rows := cursor.fetchmany(_BATCH):
-        frames.extend(map(_make, rows))
+        frames.extend(map(_make, _LAYOUT.check(db, rows, connection_id)))
     return frames
 
 
@@ -93,9 +100,13 @@ def _script_rows(db: sqlite3.Connection, connection_id: int) -> list[ScriptRow]:
     while batch := cursor.fetchmany(_BATCH):
         rows += batch
     others = [row[0] for row in rows if not row[3]]
+    _SEQ.check(db, [(seq,) for seq in others], connection_id)  # what looks the others up
     frames: dict[int, RecordedFrame] = {}
     for start in range(0, len(others), _IN):
         seqs = others[start : start + _IN]
         query = f"{_SELECT_SEQS} ({', '.join('?' * len(seqs))})"
-        frames.update((row[0], _make(row)) for row in db.execute(query, (connection_id, *seqs)))
+        found = _LAYOUT.check(
+            db, db.execute(query, (connection_id, *seqs)).fetchall(), connection_id
+        )
+        frames.update((row[0], _make(row)) for row in found)
     return [row if row[3] else frames[row[0]] for row in rows]

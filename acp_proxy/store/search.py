@@ -41,6 +41,7 @@ import re2
 
 from acp_proxy.errors import RecordingError
 from acp_proxy.store.database import connect, write_transaction
+from acp_proxy.store.frame_types import Layout, require_typed
 from acp_proxy.store.readers import DIRECTIONS, open_for_reading
 from acp_proxy.store.search_index import index_frames
 from acp_proxy.store.snippet import json_snippet, phrase_pattern
@@ -112,10 +113,13 @@ def index_state(db: sqlite3.Connection) -> IndexState:
     ).fetchall()
     state = IndexState(0)
     for connection_id, indexed in rows:
-        behind = db.execute(
-            "SELECT count(*) FROM frame WHERE connection_id = ? AND seq > ?",
+        behind, mistyped = db.execute(
+            "SELECT count(*), coalesce(sum(typeof(seq) != 'integer'), 0) FROM frame "
+            "WHERE connection_id = ? AND seq > ?",
             (connection_id, indexed),
-        ).fetchone()[0]
+        ).fetchone()
+        if mistyped:  # said before anything is said about indexing
+            require_typed(db, connection_id, ["seq"])
         if behind:
             state.pending += int(behind)
             state.connections.append(int(connection_id))
@@ -164,6 +168,9 @@ def _filters(query: SearchQuery) -> tuple[str, list[object]]:
 
 
 _HIT_COLUMNS = "f.id, f.connection_id, f.seq, f.direction, f.kind, f.method, f.wall_ns"
+_HIT = ("id", "connection_id", "seq", "direction", "kind", "method", "wall_ns")
+_HIT_SNIPPET = Layout((*_HIT, None, "raw"))  # the index's snippet or text, and the frame
+_HIT_RAW = Layout((*_HIT, "raw"))
 
 
 def _hit(row: tuple[Any, ...], snippet: str) -> Hit:
@@ -191,7 +198,7 @@ def search(db: sqlite3.Connection, query: SearchQuery) -> Iterator[Hit]:
     try:
         cursor = db.execute(statement, arguments)
         while rows := cursor.fetchmany(64):
-            for row in rows:
+            for row in _HIT_SNIPPET.check(db, rows, None):
                 from_json = json_snippet(bytes(row[8]), words) if words is not None else None
                 yield _hit(row, from_json or row[7] or "")
     except sqlite3.Error as error:
@@ -209,7 +216,7 @@ def _substring_search(db: sqlite3.Connection, query: SearchQuery) -> Iterator[Hi
     try:
         cursor = db.execute(statement, values)
         while rows := cursor.fetchmany(64):
-            for row in rows:
+            for row in _HIT_SNIPPET.check(db, rows, None):
                 from_json = json_snippet(bytes(row[8]), literal, folded=False)
                 match = None if from_json else literal.search(row[7])
                 yield _hit(row, from_json or (_regex_snippet(row[7], match) if match else ""))
@@ -243,8 +250,8 @@ def _regex_search(db: sqlite3.Connection, query: SearchQuery) -> Iterator[Hit]:
     pattern = compile_pattern(query)
     assert pattern is not None
 
-    def matches(raw: bytes) -> bool:
-        return pattern.search(_line(raw)) is not None
+    def matches(raw: object) -> bool:  # a raw that is no blob comes back, to be refused
+        return not isinstance(raw, bytes) or pattern.search(_line(raw)) is not None
 
     db.create_function("acp_proxy_matches", 1, matches, deterministic=True)
     where, values = _filters(query)
@@ -256,7 +263,7 @@ def _regex_search(db: sqlite3.Connection, query: SearchQuery) -> Iterator[Hit]:
     try:
         cursor = db.execute(statement, values)
         while rows := cursor.fetchmany(64):
-            for row in rows:
+            for row in _HIT_RAW.check(db, rows, None):
                 line = _line(row[7])
                 match = pattern.search(line)
                 yield _hit(row, _byte_snippet(line, *match.span()) if match else "")

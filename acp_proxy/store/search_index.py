@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import sqlite3
 
+from acp_proxy.store.frame_types import JOINED, Layout
+
+_LAST_SEQ = Layout(("seq" + JOINED, None))  # max(seq): NULL when nothing is left, and a count
+
 
 def index_frames(db: sqlite3.Connection, connection_id: int, limit: int | None = None) -> int:
     """Add to the search index the next frames of a connection (at most ``limit``).
@@ -29,6 +33,7 @@ def index_frames(db: sqlite3.Connection, connection_id: int, limit: int | None =
         "AND seq > ? ORDER BY seq LIMIT ?)",
         (connection_id, after, -1 if limit is None else limit),
     ).fetchone()
+    _LAST_SEQ.check_one(db, last, connection_id)  # a hand-made seq is never indexed
     if last[0] is None:
         return 0
     db.execute(

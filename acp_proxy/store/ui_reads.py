@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from acp_proxy.protocol.decode import column_value
+from acp_proxy.store.frame_types import JOINED, Layout, mistyped_sql, require_typed
 from acp_proxy.store.readers import FrameFilter
 
 SUMMARY_COLUMNS = (
@@ -32,12 +33,28 @@ _SUMMARY = ", ".join(f"f.{c}" for c in SUMMARY_COLUMNS)
 # What the row index needs of every frame: no payload.
 KEY_COLUMNS = ("seq", "direction", "session_id", "update_kind", "message_id")
 _KEYS = ", ".join(f"f.{c}" for c in KEY_COLUMNS)
-# A summary, the latency of a response to its request, and the first bytes of the payload.
+# A summary, the time of the request a response answers, and the first bytes of the payload.
 _WITH_PREVIEW = (
-    f"SELECT {_SUMMARY}, f.mono_ns - r.mono_ns, substr(f.raw, 1, {{preview}}) FROM frame f "
+    f"SELECT {_SUMMARY}, r.mono_ns, substr(f.raw, 1, {{preview}}) FROM frame f "
     "LEFT JOIN frame r ON r.connection_id = f.connection_id AND r.seq = f.request_seq "
 )
 PREVIEW_BYTES = 4096
+# What each query reads of a frame, its values checked (frame_types.py) before use.
+_SUMMARY_LAYOUT = Layout(SUMMARY_COLUMNS)
+_PREVIEW_LAYOUT = Layout((*SUMMARY_COLUMNS, "mono_ns" + JOINED, "raw"))
+_FRAME_LAYOUT = Layout((*SUMMARY_COLUMNS, "raw", "offset", "batch", "no_newline", "tool_call_id"))
+_KEY_LAYOUT = Layout(KEY_COLUMNS)
+_TAIL_LAYOUT = Layout((*SUMMARY_COLUMNS, "connection_id"))
+_FIRST = Layout(["mono_ns"])
+_LAST = Layout(("id", "seq", "mono_ns"))
+_NEWEST = Layout(("id", "seq"))
+_SESSION = Layout(["session_id"])
+_COUNTED = ("seq", "kind", "method", "bad_json", "bad_utf8", "not_jsonrpc")
+_CALL_SPAN = Layout(
+    ("seq", "method", "direction", "mono_ns", "mono_ns" + JOINED, "kind" + JOINED, "seq" + JOINED)
+)
+_EXCHANGE = Layout(("seq", "method", "raw", "raw" + JOINED))
+_EXTENSION = Layout(("method", "direction", None))
 
 
 # --------------------------------------------------------------------------- the database
@@ -102,13 +119,15 @@ def connection_head(db: sqlite3.Connection, connection_id: int) -> dict[str, Any
     record["argv"] = column_value(record["argv"]) or []
     record["client_info"] = column_value(record["client_info"])
     record["agent_info"] = column_value(record["agent_info"])
-    first = db.execute(
+    firsts = db.execute(
         "SELECT mono_ns FROM frame WHERE connection_id = ? ORDER BY seq LIMIT 1", (connection_id,)
-    ).fetchone()
-    last = db.execute(
+    ).fetchall()
+    lasts = db.execute(
         "SELECT id, seq, mono_ns FROM frame WHERE connection_id = ? ORDER BY seq DESC LIMIT 1",
         (connection_id,),
-    ).fetchone()
+    ).fetchall()
+    first = _FIRST.check(db, firsts, connection_id)[0] if firsts else None
+    last = _LAST.check(db, lasts, connection_id)[0] if lasts else None
     findings = db.execute(
         "SELECT count(*) FROM finding WHERE connection_id = ?", (connection_id,)
     ).fetchone()[0]
@@ -128,7 +147,7 @@ def sessions(db: sqlite3.Connection, connection_id: int) -> list[str]:
         "WHERE session_id IS NOT NULL AND connection_id = ? GROUP BY session_id ORDER BY min(seq)",
         (connection_id,),
     )
-    return [str(r[0]) for r in rows]
+    return [str(r[0]) for r in _SESSION.check(db, rows.fetchall(), connection_id)]
 
 
 def frame_counts(
@@ -137,10 +156,13 @@ def frame_counts(
     """``(last seq, prompt turns, error responses, malformed)`` among frames after ``after_seq``."""
     row = db.execute(
         "SELECT max(seq), coalesce(sum(kind = 'request' AND method = 'session/prompt'), 0), "
-        "coalesce(sum(kind = 'error'), 0), coalesce(sum(bad_json OR bad_utf8 OR not_jsonrpc), 0) "
+        "coalesce(sum(kind = 'error'), 0), coalesce(sum(bad_json OR bad_utf8 OR not_jsonrpc), 0), "
+        f"coalesce(sum({mistyped_sql(_COUNTED)}), 0) "
         "FROM frame WHERE connection_id = ? AND seq > ?",
         (connection_id, after_seq),
     ).fetchone()
+    if row[-1]:
+        require_typed(db, connection_id, _COUNTED)
     return int(row[0] or after_seq), int(row[1]), int(row[2]), int(row[3])
 
 
@@ -161,8 +183,9 @@ def stored_findings(db: sqlite3.Connection, connection_id: int) -> list[dict[str
 # --------------------------------------------------------------------------- frames
 
 
-def _summaries(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
-    return [dict(zip(SUMMARY_COLUMNS, r, strict=True)) for r in cursor]
+def _summaries(cursor: sqlite3.Cursor, connection_id: int) -> list[dict[str, Any]]:
+    rows = _SUMMARY_LAYOUT.check(cursor.connection, cursor.fetchall(), connection_id)
+    return [dict(zip(SUMMARY_COLUMNS, r, strict=True)) for r in rows]
 
 
 def scan_keys(
@@ -170,19 +193,21 @@ def scan_keys(
 ) -> list[tuple[Any, ...]]:
     """Up to ``limit`` frames after ``after_seq`` that pass ``where``, as ``KEY_COLUMNS``."""
     clauses, values = where.where()
-    return db.execute(
+    rows = db.execute(
         f"SELECT {_KEYS} FROM frame f WHERE f.connection_id = ? AND f.seq > ?{clauses} "
         "ORDER BY f.seq LIMIT ?",
         (connection_id, after_seq, *values, limit),
     ).fetchall()
+    return _KEY_LAYOUT.check(db, rows, connection_id)
 
 
-def _previewed(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
+def _previewed(cursor: sqlite3.Cursor, connection_id: int) -> list[dict[str, Any]]:
     out = []
     width = len(SUMMARY_COLUMNS)
-    for row in cursor:
+    for row in _PREVIEW_LAYOUT.check(cursor.connection, cursor.fetchall(), connection_id):
         record = dict(zip(SUMMARY_COLUMNS, row[:width], strict=True))
-        record["latency_ns"] = row[width]
+        asked = row[width]
+        record["latency_ns"] = None if asked is None else record["mono_ns"] - asked
         record["head"] = bytes(row[width + 1])
         out.append(record)
     return out
@@ -200,7 +225,7 @@ def summaries_at(
         cursor = db.execute(
             f"{select} WHERE f.connection_id = ? AND f.seq IN ({marks})", (connection_id, *part)
         )
-        found.update((r["seq"], r) for r in _previewed(cursor))
+        found.update((r["seq"], r) for r in _previewed(cursor, connection_id))
     return found
 
 
@@ -220,7 +245,7 @@ def frames_between(
         f"AND f.seq >= ? AND f.seq <= ?{clauses} ORDER BY f.seq LIMIT ? OFFSET ?",
         (connection_id, first_seq, last_seq, *values, limit, offset),
     )
-    return _previewed(cursor)
+    return _previewed(cursor, connection_id)
 
 
 def frame(db: sqlite3.Connection, connection_id: int, seq: int) -> dict[str, Any] | None:
@@ -232,6 +257,7 @@ def frame(db: sqlite3.Connection, connection_id: int, seq: int) -> dict[str, Any
     ).fetchone()
     if row is None:
         return None
+    _FRAME_LAYOUT.check_one(db, row, connection_id)
     record = dict(zip(SUMMARY_COLUMNS, row[: len(SUMMARY_COLUMNS)], strict=True))
     raw, offset, batch, no_newline, tool_call_id = row[len(SUMMARY_COLUMNS) :]
     record.update(
@@ -258,7 +284,7 @@ def answer_of(
             "AND f.request_seq = ? ORDER BY f.seq LIMIT 1",
             (connection_id, request_seq, request_seq),
         )
-    found = _summaries(cursor)
+    found = _summaries(cursor, connection_id)
     return found[0] if found else None
 
 
@@ -276,7 +302,8 @@ def summary(db: sqlite3.Connection, connection_id: int, seq: int) -> dict[str, A
         db.execute(
             f"SELECT {_SUMMARY} FROM frame f WHERE f.connection_id = ? AND f.seq = ?",
             (connection_id, seq),
-        )
+        ),
+        connection_id,
     )
     return found[0] if found else None
 
@@ -287,10 +314,10 @@ def protocol_frames(
     """Summaries of the next ``limit`` protocol frames (not stderr): the sequence diagram."""
     cursor = db.execute(
         f"SELECT {_SUMMARY} FROM frame f WHERE f.connection_id = ? AND f.seq > ? "
-        "AND f.direction != 'stderr' ORDER BY f.seq LIMIT ?",
+        "AND f.direction IS NOT 'stderr' ORDER BY f.seq LIMIT ?",
         (connection_id, after_seq, limit),
     )
-    return _summaries(cursor)
+    return _summaries(cursor, connection_id)
 
 
 def newest_frame(db: sqlite3.Connection, connection_id: int) -> dict[str, Any] | None:
@@ -299,7 +326,10 @@ def newest_frame(db: sqlite3.Connection, connection_id: int) -> dict[str, Any] |
         "SELECT id, seq FROM frame WHERE connection_id = ? ORDER BY seq DESC LIMIT 1",
         (connection_id,),
     ).fetchone()
-    return None if row is None else {"id": int(row[0]), "seq": int(row[1])}
+    if row is None:
+        return None
+    _NEWEST.check_one(db, row, connection_id)
+    return {"id": int(row[0]), "seq": int(row[1])}
 
 
 def tail(
@@ -320,7 +350,7 @@ def tail(
             (after_id, connection_id, limit),
         )
     out = []
-    for row in cursor:
+    for row in _TAIL_LAYOUT.check(db, cursor.fetchall(), connection_id):
         record = dict(zip(SUMMARY_COLUMNS, row[:-1], strict=True))
         record["connection_id"] = row[-1]
         out.append(record)
@@ -331,13 +361,18 @@ def call_spans(db: sqlite3.Connection, connection_id: int, limit: int) -> list[t
     """The first ``limit`` requests as ``(seq, method, direction, start mono_ns, latency_ns,
     is_error, answer seq)``; latency and answer are None for a request not answered."""
     cursor = db.execute(
-        "SELECT req.seq, req.method, req.direction, req.mono_ns, resp.mono_ns - req.mono_ns, "
-        "resp.kind = 'error', resp.seq FROM frame req LEFT JOIN frame resp "
+        "SELECT req.seq, req.method, req.direction, req.mono_ns, resp.mono_ns, resp.kind, "
+        "resp.seq FROM frame req LEFT JOIN frame resp "
         "ON resp.connection_id = req.connection_id AND resp.request_seq = req.seq "
         "WHERE req.connection_id = ? AND req.kind = 'request' ORDER BY req.seq LIMIT ?",
         (connection_id, limit),
     )
-    return [tuple(r) for r in cursor]
+    return [
+        (seq, method, direction, sent, None if answered is None else answered - sent,
+         None if kind is None else int(kind == "error"), answer)
+        for seq, method, direction, sent, answered, kind, answer
+        in _CALL_SPAN.check(db, cursor.fetchall(), connection_id)
+    ]  # fmt: skip
 
 
 def requests_with_answers(
@@ -353,7 +388,8 @@ def requests_with_answers(
         "ORDER BY req.seq LIMIT ?",
         (connection_id, *methods, limit),
     )
-    return [(r[0], r[1], bytes(r[2]), None if r[3] is None else bytes(r[3])) for r in cursor]
+    rows = _EXCHANGE.check(db, cursor.fetchall(), connection_id)
+    return [(r[0], r[1], bytes(r[2]), None if r[3] is None else bytes(r[3])) for r in rows]
 
 
 def extension_methods(db: sqlite3.Connection, connection_id: int) -> list[tuple[str, str, int]]:
@@ -363,7 +399,8 @@ def extension_methods(db: sqlite3.Connection, connection_id: int) -> list[tuple[
         "AND method GLOB '_*' GROUP BY method, direction ORDER BY method",
         (connection_id,),
     )
-    return [(str(m), str(d), int(n)) for m, d, n in cursor]
+    rows = _EXTENSION.check(db, cursor.fetchall(), connection_id)
+    return [(str(m), str(d), int(n)) for m, d, n in rows]
 
 
 def change_stamp(db: sqlite3.Connection) -> tuple[int, ...]:

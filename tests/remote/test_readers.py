@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 
 from tests.support.cli import run
 from tests.support.helpers import A2C, C2A
+from tests.support.processes import run_to_end
 from tests.support.remote_recordings import exchange, http_exchanges, http_frames, write_remote
 
 TOKEN = "sk-live-abcdefghijklmnopqrstuvwxyz0123456789"
@@ -199,14 +201,90 @@ def test_a_websocket_recording_lists_as_such(tmp_path: Path) -> None:
 def test_a_remote_recording_replays_to_a_stdio_client_one_line_per_message(
     remote_db: Path,
 ) -> None:
-    import subprocess
     import sys
 
     from tests.support.remote_recordings import DONE, INIT, INIT_OK, NEW, NEW_OK, PROMPT, UPDATE
 
-    done = subprocess.run(
+    done = run_to_end(
         [sys.executable, "-m", "acp_proxy", "replay", "--db", str(remote_db), "remote"],
-        input=INIT + NEW + PROMPT, capture_output=True, timeout=30, check=False,
-    )  # fmt: skip
+        text=False,
+        input=INIT + NEW + PROMPT,
+        timeout=30,
+    )
     assert done.stdout == INIT_OK + NEW_OK + UPDATE + DONE, done.stderr
     assert done.returncode == 0, done.stderr
+
+
+def _follow_live(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: Any
+) -> tuple[list[Any], list[list[int]]]:
+    """``tail -f``'s follow on a live http connection whose frame 2 is committed and its
+    stream not yet; each look (a ``time.sleep``) calls ``step(looks, facts, writer, cid)``.
+    The frames shown, and which were shown at each look."""
+    from acp_proxy.cli import inspect as tail_cli
+    from acp_proxy.protocol.observer import ConnectionObserver
+    from acp_proxy.protocol.wire import Frame
+    from acp_proxy.store import readers
+    from acp_proxy.store.database import connect
+    from acp_proxy.store.remote import RemoteFactsWriter
+    from acp_proxy.store.writer import NewConnection, RecordingWriter
+    from tests.support.remote_recordings import INIT, INIT_OK
+
+    db_path = tmp_path / "live.sqlite"
+    db = connect(db_path)
+    writer = RecordingWriter.start(db, NewConnection([], "/", "test", 1, transport="http"))
+    cid, observer = writer.connection_id, ConnectionObserver()
+    frames = [observer.observe(d, Frame(raw.rstrip(), 0), n, n) for n, (d, raw) in
+              enumerate([(C2A, INIT), (A2C, INIT_OK)], start=1)]  # fmt: skip
+    facts = RemoteFactsWriter(db)
+    facts.write([(cid, exchange(1, "POST", "post", 200))], [], [(cid, 1, 1, "post")])
+    writer.append(frames)
+    shown: list[Any] = []
+    looks: list[list[int]] = []
+
+    def look(_: float) -> None:
+        looks.append([f.seq for f in shown])
+        step(looks, facts, writer, cid)
+
+    monkeypatch.setattr(time, "sleep", look)  # tail's looks (nothing else sleeps meanwhile)
+    reading = readers.open_for_reading(db_path)
+    try:
+        tail_cli._follow(reading, cid, readers.FrameFilter(), shown.append, 0, 0.01)
+    finally:
+        reading.close()
+        db.close()
+    return shown, looks
+
+
+def test_tail_follows_a_live_remote_frame_with_its_stream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recorder commits a frame's stream just after the frame: ``tail -f`` shows the
+    frame once its stream is there, not before."""
+
+    def step(looks: list[list[int]], facts: Any, writer: Any, cid: int) -> None:
+        if len(looks) == 1:
+            facts.write([], [], [(cid, 2, 1, "post_answer")])
+        elif len(looks) == 2:
+            writer.update(status="closed")
+
+    shown, looks = _follow_live(tmp_path, monkeypatch, step)
+    assert looks[0] == [1]  # frame 2 waited for its stream
+    assert [(f.seq, f.carrier and f.carrier.stream) for f in shown] == [
+        (1, "post"), (2, "post_answer"),
+    ]  # fmt: skip
+
+
+def test_tail_waits_for_a_stream_that_never_comes_only_so_long(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from acp_proxy.cli.inspect import CARRIER_POLLS
+
+    def step(looks: list[list[int]], facts: Any, writer: Any, cid: int) -> None:
+        if len(looks) == CARRIER_POLLS + 1:
+            writer.update(status="closed")
+
+    shown, looks = _follow_live(tmp_path, monkeypatch, step)
+    assert looks[CARRIER_POLLS - 1] == [1]
+    assert looks[CARRIER_POLLS] == [1, 2]  # shown without it, the connection still running
+    assert shown[1].carrier is None

@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 from tests.support.helpers import A2C, C2A, line, write_recording
+from tests.support.processes import started
 
 pytestmark = pytest.mark.timeout(60)
 SESSION = "sess_1"
@@ -79,7 +80,7 @@ def listen_to(db: Path, *options: str) -> Iterator[Listening]:
     argv = [sys.executable, "-m", "acp_proxy", "replay", "--db", str(db), *options]
     argv += ["--listen", "127.0.0.1:0", "--timeout", "10", "served"]
     quiet = subprocess.DEVNULL
-    with subprocess.Popen(argv, stdin=quiet, stdout=quiet, stderr=subprocess.PIPE) as process:
+    with started(argv, stdin=quiet, stdout=quiet, stderr=subprocess.PIPE) as process:
         try:
             assert process.stderr is not None
             said = process.stderr.readline().decode()
@@ -306,6 +307,9 @@ def test_recorded_refusals_and_a_connection_left_open(tmp_path: Path) -> None:
             "SELECT transport, status, error, exit_code, remote_connection_id FROM connection "
             "WHERE id = 2"
         ).fetchone()
+        where = con.execute(
+            "SELECT listen_url, client_address, remote_url FROM connection WHERE id = 2"
+        ).fetchone()
         exchanges = con.execute(
             "SELECT seq, method, stream, status, acp_connection_id FROM http_exchange "
             "WHERE connection_id = 2 ORDER BY seq"
@@ -321,6 +325,8 @@ def test_recorded_refusals_and_a_connection_left_open(tmp_path: Path) -> None:
     connection_id = opened.headers["acp-connection-id"]
     assert row == ("http", "dropped", "the listener stopped with the connection open", 1,
                    connection_id)  # fmt: skip
+    assert (where[0], where[2]) == (listening.url, None)
+    assert where[1].startswith("127.0.0.1:")
     assert exchanges == [(1, "POST", "post", 200, None), (2, "POST", "post", 400, connection_id)]
     assert frames == [
         ("c2a", body(INITIALIZE), 1, "post"), ("a2c", body(AGENT[0]), 1, "post_answer"),

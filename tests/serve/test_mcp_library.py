@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -102,8 +103,9 @@ def test_list_filters_and_paging(db_path: Path) -> None:
     ]  # fmt: skip
     first = lib.list_recordings(limit=2)
     assert [r["id"] for r in first["recordings"]] == [4, 3]
-    assert first["next"] == 3
-    assert [r["id"] for r in lib.list_recordings(limit=2, before_id=3)["recordings"]] == [2, 1]
+    assert first["next"] == f"{10**18}:3"
+    page = lib.list_recordings(limit=2, before=first["next"])
+    assert [r["id"] for r in page["recordings"]] == [2, 1]
     assert [r["label"] for r in lib.list_recordings(agent="v2")["recordings"]] == ["delta"]
     assert [r["label"] for r in lib.list_recordings(label="AL")["recordings"]] == ["alpha"]
     assert lib.list_recordings(since="1h")["recordings"] == []  # recorded in 2001
@@ -237,3 +239,67 @@ def test_cut_text_keeps_each_piece_within_its_bytes_and_loses_nothing(text: str)
             break
         offset = following
     assert "".join(pieces) == text
+
+
+def _set_start(db_path: Path, connection_id: int, started_ns: int) -> None:
+    """As an import of a recording made earlier: its start, and it has ended."""
+    db = sqlite3.connect(db_path)
+    db.execute(
+        "UPDATE connection SET started_ns = ?, status = 'exited' WHERE id = ?",
+        (started_ns, connection_id),
+    )
+    db.commit()
+    db.close()
+
+
+def _ls_order(db_path: Path) -> list[int]:
+    out = CliRunner().invoke(cli, ["ls", "--all", "--json", "--db", str(db_path)]).output
+    return [orjson.loads(line)["id"] for line in out.splitlines()]
+
+
+def test_paging_is_ls_order_reversed_and_stable_while_recordings_come_and_go(
+    db_path: Path,
+) -> None:
+    # Starts that disagree with the ids, as imports of older recordings give.
+    starts = {1: 50, 2: 10, 3: 40, 4: 20, 5: 30, 6: 40}
+    for connection_id, start in starts.items():
+        write_recording(db_path, V1_CONVERSATION, label=f"r{connection_id}")
+        _set_start(db_path, connection_id, start * 10**15)
+    newest_first = list(reversed(_ls_order(db_path)))
+    assert newest_first == [1, 6, 3, 5, 4, 2]  # by start, then id
+    assert [r["id"] for r in library(db_path).list_recordings()["recordings"]] == newest_first
+
+    listed: list[int] = []
+    cursor = None
+    for step in range(10):
+        page = library(db_path).list_recordings(limit=1, before=cursor)
+        listed += [r["id"] for r in page["recordings"]]
+        if step == 1:  # between pages: a new recording, one deleted unseen, the cursor's own gone
+            write_recording(db_path, V1_CONVERSATION, label="new")
+            CliRunner().invoke(cli, ["delete", "4", "--db", str(db_path)], input="y\n")
+            CliRunner().invoke(cli, ["delete", str(listed[-1]), "--db", str(db_path)], input="y\n")
+            assert 4 not in _ls_order(db_path)
+            assert listed[-1] not in _ls_order(db_path)
+        cursor = page["next"]
+        if cursor is None:
+            break
+    assert listed == [1, 6, 3, 5, 2]  # every one there throughout, once, in order; 4 went
+
+
+def test_a_cursor_that_is_not_one_is_a_tool_mistake(db_path: Path) -> None:
+    write_recording(db_path, V1_CONVERSATION)
+    with pytest.raises(ToolMistake, match="not a cursor"):
+        library(db_path).list_recordings(before="12")
+
+
+def test_a_remote_recordings_frames_say_their_stream_through_the_redacted_copy(
+    db_path: Path,
+) -> None:
+    from tests.support.remote_recordings import http_exchanges, http_frames, write_remote
+
+    write_remote(db_path, "http", http_exchanges(), http_frames(), label="remote")
+    frames = library(db_path).frames("remote", None, None, None, None, 0, 50)["frames"]
+    assert [(f["stream"], f["exchange"], f["http_status"]) for f in frames] == [
+        ("post", 1, 200), ("post_answer", 1, 200), ("post", 3, 202), ("connection_sse", 2, 200),
+        ("post", 5, 202), ("session_sse", 4, 200), ("session_sse", 4, 200),
+    ]  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -47,3 +48,20 @@ def write_recording(
     writer.done()  # written whole: not live (a row of a live writer cannot be deleted)
     db.close()
     return writer.connection_id
+
+
+def tamper_frame(db_path: Path, seq: int, column: str, value: str) -> None:
+    """Change one column of the frame at ``seq`` to the SQL expression ``value``, as someone
+    with sqlite3 might (``NULL``: the table's NOT NULL constraints are dropped first)."""
+    db = sqlite3.connect(db_path)
+    if value == "NULL":
+        db.execute("PRAGMA writable_schema = ON")
+        db.execute(
+            "UPDATE sqlite_master SET sql = replace(sql, 'NOT NULL', '') WHERE name = 'frame'"
+        )
+        db.commit()
+        db.close()
+        db = sqlite3.connect(db_path)
+    db.execute(f"UPDATE frame SET {column} = {value} WHERE seq = ?", (seq,))
+    db.commit()
+    db.close()

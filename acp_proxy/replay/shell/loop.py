@@ -1,10 +1,12 @@
-"""Replay's one I/O shell: ``replay``, ``replay --to-agent`` and ``--go-live`` run in this loop.
+"""Replay's I/O shell on anyio: ``replay --to-agent``, ``--go-live`` and cassettes run in it.
 
 Rules:
 - One anyio event loop, one task that decides (``Shell._run``): it feeds what the sides read
   to the conversation (replay/modes.py: events and the clock in, actions out), hands the
   bytes the conversation returns to the sides (ports.py), and waits for the next event. The
   sides' tasks only read and write.
+- A plain replay (a client served from one recording, no agent) runs in plain.py instead: the
+  same decisions (common.py) without an event loop to start.
 - The client side exists when the conversation has a client (fds 0 and 1, never changed: see
   ports.py); the agent side once the conversation wants the agent (``anyio.open_process``, its
   own process group). An agent that cannot start is the conversation's to handle.
@@ -12,8 +14,9 @@ Rules:
   starts until it has exited: each is passed on to the agent's process group at once and stops
   the conversation (``ended by SIGTERM``); from the first one, the run has the grace to end,
   then the agent gets SIGKILL. The outcome names the signal (the caller's exit status).
-- Every timeout is decided in one place, ``Shell._timeouts``, and waited for as one cancel
-  scope around the wait for the next event: the conversation's own ``wake_at``; a side that
+- Every timeout is decided in one place, ``Decisions.timeouts`` (common.py, shared with the
+  plain shell), and waited for as one cancel scope around the wait for the next event: the
+  conversation's own ``wake_at``; a side that
   took none of the bytes waiting for it for ``timeout_ns`` (the client: stopped; the agent:
   ``agent_stalled``); an agent whose output has not ended ``grace_ns`` after its stdin was
   closed; the grace after a signal.
@@ -27,35 +30,30 @@ Rules:
 from __future__ import annotations
 
 import math
-import signal
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from acp_proxy.record.spawn import SpawnFailed
-from acp_proxy.replay.modes import Actions, Conversation
-from acp_proxy.replay.shell.ports import (
-    AgentPort,
-    ClientPort,
+from acp_proxy.replay.modes import Conversation
+from acp_proxy.replay.shell.common import (
+    NO_AGENT,
+    STOPPING,
+    Decisions,
     Event,
-    Inbox,
-    Input,
     Log,
+    Outcome,
     Signalled,
 )
+from acp_proxy.replay.shell.ports import AgentPort, ClientPort, Inbox
 
 if TYPE_CHECKING:  # only --record brings the tap in
     from acp_proxy.record.tap import Tap
 
-STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-class Outcome(NamedTuple):
-    signal: int | None  # the first stopping signal received, if one ended the run
-    agent_returncode: int | None  # how the agent ended (None: it never started)
+__all__ = ["STOPPING", "Outcome", "Shell", "serve"]
 
 
 def serve(
@@ -72,18 +70,16 @@ def serve(
     return anyio.run(shell.run, stdin_fd, stdout_fd)
 
 
-class Shell:
+class Shell(Decisions):
     def __init__(
         self, conversation: Conversation, timeout_ns: int, grace_ns: int,
         agent_argv: Sequence[str] | None, tap: Tap | None, agent_log: Log | None,
     ) -> None:  # fmt: skip
-        self.conversation = conversation
-        self.timeout_ns, self.grace_ns = timeout_ns, grace_ns
+        super().__init__(conversation, timeout_ns, grace_ns)
         self.agent_argv, self.tap, self.agent_log = agent_argv, tap, agent_log
         self.client: ClientPort | None = None
         self.agent: AgentPort | None = None
         self.no_agent = False  # it was wanted and could not start
-        self.signalled: tuple[int, int] | None = None  # the first signal and when it came
 
     async def run(self, stdin_fd: int, stdout_fd: int) -> Outcome:
         inbox, events = anyio.create_memory_object_stream[Event](math.inf)
@@ -120,9 +116,9 @@ class Shell:
             actions = conversation.step(now)
             if actions.wants_agent and self.agent is None and not self.no_agent:
                 await self._start_agent(inbox, tasks)
-                self._hand_out(actions, now)
+                self.hand_out(actions, now)
                 continue  # the conversation sees at once whether it started
-            self._hand_out(actions, now)
+            self.hand_out(actions, now)
             if client is not None and client.gone:
                 conversation.stop("the client closed its end of the connection")
                 return
@@ -131,86 +127,22 @@ class Shell:
                     client.reading.cancel()
                 if client is None or not client.pending:
                     return
-            end, deadline = self._timeouts(now, actions.wake_at)
+            end, deadline = self.timeouts(now, actions.wake_at)
             if end:
                 return
             with anyio.CancelScope(deadline=deadline / 1e9):
-                self._handle(await events.receive())
+                self.handle(await events.receive())
                 while True:  # what else came meanwhile, before the next step
                     try:
                         event = events.receive_nowait()
                     except anyio.WouldBlock:
                         break
-                    self._handle(event)
-
-    def _hand_out(self, actions: Actions, now: int) -> None:
-        if actions.to_client and self.client is not None:
-            self.client.send(actions.to_client, now)
-        if self.agent is not None:
-            if actions.to_agent:
-                self.agent.send(actions.to_agent, now)
-            if actions.close_agent:
-                self.agent.close_stdin()
-
-    def _timeouts(self, now: int, wake_at: int | None) -> tuple[bool, float]:
-        """Every timeout of the run, in one place (see the module rules).
-
-        Acts on those that have passed; returns whether the run ends now, and the earliest
-        deadline (monotonic ns; infinite when only an event can change anything) for the
-        loop's cancel scope. A timeout acted on no longer holds, and its deadline, passed, has
-        the loop step again at once.
-        """
-        conversation, client, agent = self.conversation, self.client, self.agent
-        timeout, grace = self.timeout_ns, self.grace_ns
-        deadlines = [] if wake_at is None else [wake_at]
-        if self.signalled is not None:
-            deadlines.append(self.signalled[1] + grace)
-            if now >= deadlines[-1]:
-                return True, now
-        if client is not None and client.pending:
-            deadlines.append(client.progress + timeout + 1)
-            if now >= deadlines[-1]:
-                conversation.stop(f"the client read nothing for {timeout / 1e9:g}s")
-                return True, now
-        if agent is not None and agent.pending and not agent.broken:
-            deadlines.append(agent.progress + timeout + 1)
-            if now >= deadlines[-1]:
-                agent.pending.clear()
-                conversation.agent_stalled(timeout / 1e9)
-        if agent is not None and agent.closed_at is not None and agent.listening:
-            deadlines.append(agent.closed_at + grace + 1)
-            if now >= deadlines[-1]:
-                agent.listening = False
-                conversation.stop("the agent's output did not end after its stdin closed")
-        return False, min(deadlines, default=math.inf)
-
-    def _handle(self, event: Event) -> None:
-        conversation = self.conversation
-        if isinstance(event, Input):
-            if event.side == "client":
-                for raw in event.frames:
-                    conversation.client_frame(raw, event.now)
-                if event.ended:
-                    conversation.client_closed(event.now)
-            elif self.agent is not None and self.agent.listening:
-                for raw in event.frames:
-                    conversation.agent_frame(raw, event.now)
-                if event.ended:
-                    self.agent.listening = False
-                    conversation.agent_closed(event.now)
-        elif isinstance(event, Signalled):
-            now = time.monotonic_ns()
-            if self.agent is not None:
-                self.agent.signal(event.signum)
-            if self.signalled is None:
-                self.signalled = (event.signum, now)
-            conversation.stop(f"ended by {signal.Signals(event.signum).name}")
+                    self.handle(event)
 
     async def _start_agent(self, inbox: Inbox, tasks: anyio.abc.TaskGroup) -> None:
         if not self.agent_argv:
             self.no_agent = True
-            reason = "the conversation left the recording and no agent was given"
-            self.conversation.agent_failed(reason)
+            self.conversation.agent_failed(NO_AGENT)
             return
         try:
             self.agent = await AgentPort.start(self.agent_argv, self.agent_log, inbox)

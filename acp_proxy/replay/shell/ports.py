@@ -27,10 +27,9 @@ import contextlib
 import os
 import select
 import signal
-import stat
 import time
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
@@ -39,32 +38,24 @@ from anyio.streams.memory import MemoryObjectSendStream
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.wire import LineSplitter
 from acp_proxy.record.spawn import spawn_failure
+from acp_proxy.replay.shell.common import (
+    READ_SIZE,
+    YIELD_AFTER,
+    Event,
+    Input,
+    Log,
+    Poke,
+    Signalled,
+    frames_of,
+    write_slice,
+)
+
+__all__ = ["AgentPort", "ClientPort", "Event", "Inbox", "Input", "Log", "Poke", "Signalled"]
 
 if TYPE_CHECKING:  # only --record brings the tap in
     from acp_proxy.record.tap import Tap
 
-READ_SIZE = 65536
-YIELD_AFTER = 1 << 20  # bytes written to a client that keeps up before the other tasks run
 AGENT_WRITE_SIZE = 65536  # the agent's stdin is an asyncio pipe: it buffers, then drains
-Log = Callable[[Direction, int, bytes], None]
-
-
-class Input(NamedTuple):
-    side: str  # "client" or "agent"
-    now: int
-    frames: list[bytes]
-    ended: bool
-
-
-class Poke(NamedTuple):
-    """A side wrote, drained, closed or failed: the loop looks again."""
-
-
-class Signalled(NamedTuple):
-    signum: int
-
-
-Event = Input | Poke | Signalled
 Inbox = MemoryObjectSendStream[Event]
 
 
@@ -82,14 +73,6 @@ class _Doorbell:
         self._event = anyio.Event()
 
 
-def _frames(splitter: LineSplitter, chunk: bytes) -> tuple[list[bytes], bool]:
-    """The frames ``chunk`` completes; an empty chunk ends the input (and flushes a tail)."""
-    if chunk:
-        return [bytes(frame.raw) for frame in splitter.feed(chunk)], False
-    tail = splitter.finish()
-    return ([] if tail is None else [bytes(tail.raw)]), True
-
-
 class ClientPort:
     """The client: its frames from ``stdin_fd``, our bytes to it on ``stdout_fd``.
 
@@ -104,7 +87,7 @@ class ClientPort:
         self.gone = False  # its end of stdout is closed (or stdout failed)
         self.reading = anyio.CancelScope()
         self._bell = _Doorbell()
-        self._slice = _write_slice(stdout_fd)
+        self._slice = write_slice(stdout_fd)
         self._poll = select.poll()
         self._poll.register(stdout_fd, select.POLLOUT)
 
@@ -138,7 +121,7 @@ class ClientPort:
                 now = time.monotonic_ns()
                 if self.tap is not None:
                     self.tap.put(Direction.CLIENT_TO_AGENT, now, chunk)
-                frames, ended = _frames(splitter, chunk)
+                frames, ended = frames_of(splitter, chunk)
                 await self._inbox.send(Input("client", now, frames, ended))
                 if ended:
                     return
@@ -174,17 +157,6 @@ class ClientPort:
                 unyielded += written
                 if not self.pending:
                     self._inbox.send_nowait(Poke())
-
-
-def _write_slice(fd: int) -> int:
-    """The most bytes one write may take without ever blocking (see the module rules)."""
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError:
-        return select.PIPE_BUF
-    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd):
-        return select.PIPE_BUF
-    return 1 << 20
 
 
 class AgentPort:
@@ -271,7 +243,7 @@ class AgentPort:
             now = time.monotonic_ns()
             if chunk and self.log is not None:
                 self.log(Direction.AGENT_TO_CLIENT, now, chunk)
-            frames, ended = _frames(splitter, chunk)
+            frames, ended = frames_of(splitter, chunk)
             if self.listening:
                 await self._inbox.send(Input("agent", now, frames, ended))
             if ended:

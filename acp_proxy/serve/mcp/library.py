@@ -56,6 +56,21 @@ def _json(text: str) -> Any:
     return orjson.loads(text)
 
 
+def _cursor(item: dict[str, Any]) -> str:
+    return str(item["cursor"])
+
+
+def _cursor_key(cursor: str) -> tuple[int, int]:
+    """``(started_ns, id)`` of a ``list_recordings`` cursor (``STARTED_NS:ID``)."""
+    started, _, connection_id = cursor.partition(":")
+    try:
+        return int(started), int(connection_id)
+    except ValueError:
+        raise ToolMistake(
+            f"before={cursor!r} is not a cursor: pass the next value of list_recordings"
+        ) from None
+
+
 class Library:
     """The recordings of one database, as the MCP tools see them."""
 
@@ -103,9 +118,18 @@ class Library:
 
     def list_recordings(
         self, since: str | None = None, label: str | None = None, agent: str | None = None,
-        status: str | None = None, limit: int = 20, before_id: int | None = None,
+        status: str | None = None, limit: int = 20, before: str | None = None,
     ) -> dict[str, Any]:  # fmt: skip
-        """Recordings newest first, filtered; ``before_id`` pages to older ones."""
+        """Recordings newest first (the latest start first, as ``ls`` lists them last),
+        filtered; ``before`` (a ``next``) pages to older ones.
+
+        The cursor is the last listed recording's start and id, not its id alone: ids and starts
+        need not agree (an import keeps the start it had), and the cursor must still say where
+        a page ended when that recording has been deleted since. So paging neither skips nor
+        repeats a recording while others are added or deleted: each recording that exists
+        from the first page to the last, and matches, is listed exactly once, in ``ls``'s order.
+        """
+        after_key = None if before is None else _cursor_key(before)
         started = None
         if since is not None:
             try:
@@ -116,7 +140,7 @@ class Library:
         items: list[dict[str, Any]] = []
         more = False
         for row in reversed(store_read.connections(self.source, None)):
-            if before_id is not None and row.id >= before_id:
+            if after_key is not None and (row.started_ns, row.id) >= after_key:
                 continue
             if started is not None and row.started_ns < started:
                 continue
@@ -134,7 +158,8 @@ class Library:
             counts = store_read.counts(self.source, row.id)
             ended = row.ended_ns - row.started_ns if row.ended_ns is not None else None
             items.append({
-                "id": row.id, "label": record.get("label"), "started": wall(row.started_ns),
+                "id": row.id, "cursor": f"{row.started_ns}:{row.id}",
+                "label": record.get("label"), "started": wall(row.started_ns),
                 "duration_ms": None if ended is None else ended / 1e6, "status": row.status,
                 "ending": row.ending, "agent": self._peer(agent_info),
                 "client": self._peer(column_value(record.get("client_info"))),
@@ -142,8 +167,11 @@ class Library:
                 "prompt_turns": counts.prompts, "error_responses": counts.errors,
                 "malformed_frames": counts.malformed, "sessions": len(counts.sessions),
             })  # fmt: skip
-        result = {"recordings": [], "hint": "next: pass it as before_id for older recordings"}
-        return fit_items(result, "recordings", items, self.max_bytes, lambda r: r["id"], more=more)
+        result = {"recordings": [], "hint": "next: pass it as before for older recordings"}
+        page = fit_items(result, "recordings", items, self.max_bytes, _cursor, more=more)
+        for item in page["recordings"]:
+            item.pop("cursor", None)
+        return page
 
     # --- recording_summary ---------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from acp_proxy import __version__
+from acp_proxy.errors import UnreadableRecording
 from acp_proxy.serve.mcp.library import Library, ToolMistake
 
 INSTRUCTIONS = """\
@@ -39,7 +40,7 @@ first place two recordings diverge.
 
 A ref is a recording id (from list_recordings), a label, a session id, or "last". Frames are
 numbered by seq within a recording. Results are bounded: when a result has "next", pass that
-value back (as before_id, after_seq, after or offset, as its hint says) for the next page.
+value back (as before, after_seq, after or offset, as its hint says) for the next page.
 {redaction}"""
 
 REDACTED = (
@@ -90,7 +91,7 @@ def build_server(library: Library) -> MCPServer:
                 return library.verified(work())
             with library.lock:
                 return library.verified(work())
-        except ToolMistake as error:
+        except (ToolMistake, UnreadableRecording) as error:  # a damaged file: said, not a crash
             raise ToolError(str(error)) from error
 
     def tool(title: str) -> Callable[[Callable[..., Result]], Callable[..., Result]]:
@@ -105,11 +106,13 @@ def build_server(library: Library) -> MCPServer:
             str | None, Field(description="running, exited, spawn_failed ...")
         ] = None,
         limit: Limit = 20,
-        before_id: Annotated[int | None, Field(description="Page: older than this id.")] = None,
+        before: Annotated[
+            str | None, Field(description="Page: recordings older than this (a result's next).")
+        ] = None,
     ) -> Result:
-        """Recorded conversations, newest first: id, label, start, agent, client, frames,
-        prompt turns, error responses, how the agent ended."""
-        return call(lambda: library.list_recordings(since, label, agent, status, limit, before_id))
+        """Recorded conversations, newest first (by start): id, label, start, agent, client,
+        frames, prompt turns, error responses, how the agent ended."""
+        return call(lambda: library.list_recordings(since, label, agent, status, limit, before))
 
     @tool("Summary of a recording")
     def recording_summary(ref: Ref = "last") -> Result:

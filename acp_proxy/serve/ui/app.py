@@ -1,8 +1,12 @@
 """The inspector's routes: the page, its assets, the JSON endpoints and the event stream.
 
 Rules:
-- Every route reads; database work runs in worker threads (``run_in_threadpool``), so a slow
-  query never holds up the event stream of another page.
+- Every route reads; database work runs in worker threads, so a slow query never holds up
+  the event stream of another page. The short reads a screen waits for first (a connection's
+  row, the first rows of a timeline, a frame, its place) take turns on one thread of their own
+  (``QUICK``): run at once beside each other, their threads passed the interpreter back and
+  forth at every row SQLite stepped, and on a busy machine each of them took many times its
+  own time. Everything else (scans, checks, the transcript, the diff) runs beside them.
 - Answers are JSON (orjson); recorded strings are passed on as strings, bytes as text
   ``segments`` (present.py). A frame's exact bytes are also served as a download.
 - Bad parameters are 400 with one line; an unknown connection or frame is 404.
@@ -19,9 +23,12 @@ import base64
 import hashlib
 import re
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import orjson
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -56,6 +63,7 @@ SHARED_ANSWERS = 256
 SEQUENCE_PAGE = 2000
 WATERFALL_CALLS = 2000
 SEQUENCE_SCAN = 50_000
+QUICK = "quick"  # the lane of the short reads a screen waits for (see the rules)
 
 
 class Json(Response):
@@ -101,8 +109,12 @@ def _filter(request: Request) -> FrameFilter:
 def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> Starlette:
     """The web app for one database; ``initial`` says what the page opens on."""
 
-    async def threaded(function: Callable[..., Any], *args: Any) -> Any:
+    quick = anyio.CapacityLimiter(1)
+
+    async def threaded(function: Callable[..., Any], *args: Any, lane: str = "") -> Any:
         try:
+            if lane == QUICK:
+                return await anyio.to_thread.run_sync(partial(function, *args), limiter=quick)
             return await run_in_threadpool(function, *args)
         except UnknownRecording as error:
             raise HTTPException(404, str(error)) from None
@@ -115,6 +127,7 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         key: tuple[Any, ...],
         compute: Callable[[], Any],
         lasting: Callable[[Any], bool] = lambda _: True,
+        lane: str = "",
     ) -> Response:
         """The answer for ``key``, computed once per change the event streams' watcher saw
         (however many pages ask at once); without open streams, computed every time. An
@@ -122,7 +135,7 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         those who asked at the same time only."""  # fmt: skip
         generation = events.watch_of(inspector).generation()
         if generation is None:
-            return Json(await threaded(compute))
+            return Json(await threaded(compute, lane=lane))
         found = shared.get(key)
         if found is None or found[0] != generation:
             future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
@@ -130,7 +143,7 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
             if len(shared) > SHARED_ANSWERS:
                 del shared[next(iter(shared))]
             try:
-                value = await threaded(compute)
+                value = await threaded(compute, lane=lane)
                 future.set_result(bytes(Json(value).body))
                 if not lasting(value):
                     shared.pop(key, None)
@@ -171,7 +184,7 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         return await once_per_change(("connections",), read)
 
     async def connection(request: Request) -> Response:
-        found = await threaded(inspector.head, connection_id(request))
+        found = await threaded(inspector.head, connection_id(request), lane=QUICK)
         if found is None:
             raise HTTPException(404, "no such connection")
         return Json(found)
@@ -190,6 +203,7 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
             key,
             lambda: inspector.rows(cid, where, offset, limit, scan, start),
             lambda answer: bool(answer["caught_up"]),
+            QUICK if offset == 0 else "",  # a screen's first rows; a live tail's beside them
         )
 
     async def locate(request: Request) -> Response:
@@ -197,7 +211,8 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         seq, start = _int(request, "seq", 1), _int(request, "from", 0)
         budget = LOCATE_BUDGET_S if request.query_params.get("quick") == "1" else None
         await _exists(cid)
-        return Json(await threaded(inspector.locate, cid, where, seq, start, budget))
+        lane = QUICK if budget is not None else ""
+        return Json(await threaded(inspector.locate, cid, where, seq, start, budget, lane=lane))
 
     async def run_frames(request: Request) -> Response:
         cid, where = connection_id(request), _filter(request)
@@ -213,7 +228,7 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
 
     async def detail(request: Request) -> Response:
         cid, seq = connection_id(request), _path_id(request, "seq")
-        found = await threaded(_detail, inspector, cid, seq)
+        found = await threaded(_detail, inspector, cid, seq, lane=QUICK)
         if found is None:
             raise HTTPException(404, "no such frame")
         return Json(found)
@@ -300,7 +315,7 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         )  # fmt: skip
 
     async def _exists(cid: int) -> None:
-        if not await threaded(inspector.exists, cid):
+        if not await threaded(inspector.exists, cid, lane=QUICK):
             raise HTTPException(404, "no such connection")
 
     async def not_found(request: Request, error: Exception) -> Response:

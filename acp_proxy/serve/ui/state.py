@@ -26,7 +26,7 @@ from typing import Any
 from acp_proxy.check.base import RuleInfo
 from acp_proxy.check.engine import RULES
 from acp_proxy.check.scope_check import ScopeCheck
-from acp_proxy.errors import AcpProxyError
+from acp_proxy.errors import AcpProxyError, UnreadableRecording
 from acp_proxy.inspect.transcript.model import Transcript
 from acp_proxy.serve.ui.rows import RowIndex
 from acp_proxy.store import readers as store_read
@@ -76,6 +76,7 @@ class _Findings:
     check: ScopeCheck
     lock: threading.Lock = field(default_factory=threading.Lock)
     found: list[dict[str, Any]] = field(default_factory=list)  # check.findings, for the page
+    failed: str | None = None  # why the recording could not be checked (a damaged file)
 
 
 @dataclass
@@ -314,7 +315,10 @@ class Inspector:
         def run() -> None:
             _lower_priority()
             while True:
-                found = self.findings(connection_id)
+                try:
+                    found = self.findings(connection_id)
+                except AcpProxyError:  # a damaged recording: the findings request says it
+                    return
                 if found["complete"] and found["finished"]:
                     return
                 # Between steps the requests have the interpreter to themselves for a moment.
@@ -339,10 +343,17 @@ class Inspector:
         # Only a step takes the lock: a read of what is found so far never waits for the
         # checker's step (the list only grows, and a copy of it is taken at once).
         with state.lock if step else contextlib.nullcontext():
+            if state.failed is not None:
+                raise UnreadableRecording(state.failed)
             check = state.check
             status = store_read.status(db, connection_id)  # read first: frames land before it
             if step and not check.finished:
-                if check.step(db, CHECK_STEP) < CHECK_STEP and status != "running":
+                try:
+                    stepped = check.step(db, CHECK_STEP)
+                except UnreadableRecording as error:
+                    state.failed = str(error)
+                    raise
+                if stepped < CHECK_STEP and status != "running":
                     check.finish(db)
                 state.found += [_finding(f) for f in check.findings[len(state.found) :]]
             complete = check.finished or check.checked_seq >= store_read.last_seq(db, connection_id)

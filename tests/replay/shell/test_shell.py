@@ -1,4 +1,5 @@
-"""Replay's I/O shell in this process (replay/shell/loop.py): the client on ``os.pipe`` pairs.
+"""Replay's I/O shells in this process (replay/shell/loop.py on anyio, and plain.py for a client
+served without an agent: every client-side test runs on both): the client on ``os.pipe`` pairs.
 
 A scripted conversation (the interface of replay/modes.py) says what to send and records what
 the shell told it; the agent, when there is one, is tests/support/agents/fake_agent.py. The
@@ -25,6 +26,7 @@ from hypothesis import strategies as st
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.replay.modes import Actions, ForClient
 from acp_proxy.replay.shell.loop import Outcome, serve
+from acp_proxy.replay.shell.plain import serve_client
 from tests.support.fixtures_acp import V1_CONVERSATION
 from tests.support.processes import assert_gone, wait_for_pid
 from tests.support.replay_helpers import agent_bytes, client_frames, engine
@@ -129,7 +131,7 @@ class Client:
 def run(
     conversation: Scripted | ForClient, peer: Callable[[Client], object] | None = None, *,
     timeout: float = 5.0, grace: float = 1.0, agent: list[str] | None = None,
-    agent_log: list[tuple[Direction, int, bytes]] | None = None,
+    agent_log: list[tuple[Direction, int, bytes]] | None = None, plain: bool = False,
 ) -> tuple[Outcome, float, list[object]]:  # fmt: skip
     """Serve ``conversation`` with ``peer`` as the client; the outcome, seconds, peer's result."""
     client = Client()
@@ -141,10 +143,17 @@ def run(
     log = None if agent_log is None else (lambda d, t, c: agent_log.append((d, t, c)))
     start = time.monotonic()
     try:
-        outcome = serve(
-            conversation, int(timeout * S), int(grace * S), agent_argv=agent, agent_log=log,
-            stdin_fd=client.shell_stdin, stdout_fd=client.shell_stdout,
-        )  # fmt: skip
+        if plain:
+            assert agent is None
+            outcome = serve_client(
+                conversation, int(timeout * S), int(grace * S),
+                stdin_fd=client.shell_stdin, stdout_fd=client.shell_stdout,
+            )  # fmt: skip
+        else:
+            outcome = serve(
+                conversation, int(timeout * S), int(grace * S), agent_argv=agent,
+                agent_log=log, stdin_fd=client.shell_stdin, stdout_fd=client.shell_stdout,
+            )  # fmt: skip
         elapsed = time.monotonic() - start
         client.close(client.shell_stdout)  # the peer reading stdout sees its end
         if thread is not None:
@@ -166,7 +175,8 @@ def echo(conversation: Scripted, name: str, value: object) -> None:
 # --- the client side ------------------------------------------------------------------------
 
 
-def test_frames_in_pieces_come_out_whole_and_client_eof_ends_the_run() -> None:
+@pytest.mark.parametrize("plain", [False, True], ids=["anyio", "plain"])
+def test_frames_in_pieces_come_out_whole_and_client_eof_ends_the_run(plain: bool) -> None:
     def peer(client: Client) -> bytes:
         for piece in (b'{"a":1}\n{"b"', b":2}\n", b'{"c":3}'):  # the last line has no newline
             os.write(client.stdin, piece)
@@ -174,13 +184,14 @@ def test_frames_in_pieces_come_out_whole_and_client_eof_ends_the_run() -> None:
         return client.read_all()
 
     conversation = Scripted(react=echo)
-    outcome, _, (out,) = run(conversation, peer)
+    outcome, _, (out,) = run(conversation, peer, plain=plain)
     assert out == b'{"a":1}\n{"b":2}\n{"c":3}'
     assert conversation.values("client_frame") == [b'{"a":1}\n', b'{"b":2}\n', b'{"c":3}']
     assert conversation.names()[-1] == "client_closed"
     assert outcome == Outcome(signal=None, agent_returncode=None)
 
 
+@pytest.mark.parametrize("plain", [False, True], ids=["anyio", "plain"])
 @settings(max_examples=25, deadline=None)
 @given(
     lines=st.lists(st.binary(max_size=300).map(lambda b: b.replace(b"\n", b"")), max_size=8),
@@ -188,7 +199,7 @@ def test_frames_in_pieces_come_out_whole_and_client_eof_ends_the_run() -> None:
     cuts=st.lists(st.integers(min_value=0, max_value=3000), max_size=6),
 )
 def test_the_conversation_gets_the_clients_lines_whatever_the_pieces(
-    lines: list[bytes], tail: bytes, cuts: list[int]
+    lines: list[bytes], tail: bytes, cuts: list[int], plain: bool
 ) -> None:
     data = b"".join(line + b"\n" for line in lines) + tail
     bounds = sorted({0, len(data), *(cut for cut in cuts if cut < len(data))})
@@ -200,13 +211,14 @@ def test_the_conversation_gets_the_clients_lines_whatever_the_pieces(
         return client.read_all()
 
     conversation = Scripted(react=echo)
-    _, _, (out,) = run(conversation, peer)
+    _, _, (out,) = run(conversation, peer, plain=plain)
     expected = [line + b"\n" for line in lines] + ([tail] if tail else [])
     assert conversation.values("client_frame") == expected
     assert out == data  # and what it sent went out whole, in order
 
 
-def test_a_replay_over_pipes_sends_the_recorded_bytes() -> None:
+@pytest.mark.parametrize("plain", [False, True], ids=["anyio", "plain"])
+def test_a_replay_over_pipes_sends_the_recorded_bytes(plain: bool) -> None:
     expected = agent_bytes(V1_CONVERSATION)
 
     def peer(client: Client) -> bytes:
@@ -220,31 +232,34 @@ def test_a_replay_over_pipes_sends_the_recorded_bytes() -> None:
         return got + client.read_all()
 
     replay = engine(V1_CONVERSATION)
-    _, _, (out,) = run(ForClient(replay), peer)
+    _, _, (out,) = run(ForClient(replay), peer, plain=plain)
     assert out == expected
     assert replay.ending == "the client closed the connection"
     assert not replay.diverged
 
 
-def test_a_client_that_closed_its_end_of_stdout_stops_the_run() -> None:
+@pytest.mark.parametrize("plain", [False, True], ids=["anyio", "plain"])
+def test_a_client_that_closed_its_end_of_stdout_stops_the_run(plain: bool) -> None:
     def peer(client: Client) -> None:
         client.close(client.stdout)  # EPIPE for the shell's next write
         os.write(client.stdin, b'{"ping":1}\n')
 
     conversation = Scripted(react=echo)
-    _, elapsed, _ = run(conversation, peer)
+    _, elapsed, _ = run(conversation, peer, plain=plain)
     assert conversation.values("stop") == ["the client closed its end of the connection"]
     assert elapsed < WAIT_S / 2
 
 
-def test_a_stalled_client_is_given_up_after_the_timeout() -> None:
+@pytest.mark.parametrize("plain", [False, True], ids=["anyio", "plain"])
+def test_a_stalled_client_is_given_up_after_the_timeout(plain: bool) -> None:
     conversation = Scripted(to_client=bytearray(b"x" * (1 << 20)))  # and no one reads it
-    _, elapsed, _ = run(conversation, timeout=0.3)
+    _, elapsed, _ = run(conversation, timeout=0.3, plain=plain)
     assert conversation.values("stop") == ["the client read nothing for 0.3s"]
     assert 0.3 <= elapsed < WAIT_S / 2
 
 
-def test_a_slow_client_that_keeps_reading_is_not_stalled() -> None:
+@pytest.mark.parametrize("plain", [False, True], ids=["anyio", "plain"])
+def test_a_slow_client_that_keeps_reading_is_not_stalled(plain: bool) -> None:
     size = 256 * 1024
     conversation = Scripted(to_client=bytearray(b"y" * size))
 
@@ -257,7 +272,7 @@ def test_a_slow_client_that_keeps_reading_is_not_stalled() -> None:
         os.write(client.stdin, b"{}\n")  # any event has the shell look again
         return got
 
-    _, elapsed, (got,) = run(conversation, peer, timeout=0.3)
+    _, elapsed, (got,) = run(conversation, peer, timeout=0.3, plain=plain)
     assert got == size
     assert "stop" not in conversation.names()
     assert elapsed > 0.3  # longer than the timeout in all, yet never stalled for that long
@@ -267,7 +282,8 @@ def _flags(fd: int) -> int:
     return fcntl.fcntl(fd, fcntl.F_GETFL)
 
 
-def test_a_terminals_flags_are_never_changed() -> None:
+@pytest.mark.parametrize("plain", [False, True], ids=["anyio", "plain"])
+def test_a_terminals_flags_are_never_changed(plain: bool) -> None:
     master, slave = os.openpty()
     before = _flags(slave)
     during: list[int] = []
@@ -281,7 +297,8 @@ def test_a_terminals_flags_are_never_changed() -> None:
 
     os.write(master, b"hi\n")
     try:
-        outcome = serve(Scripted(react=react), 5 * S, S, stdin_fd=slave, stdout_fd=slave)
+        shell = serve_client if plain else serve
+        outcome = shell(Scripted(react=react), 5 * S, S, stdin_fd=slave, stdout_fd=slave)
         assert outcome.signal is None
         assert during == [before]
         assert _flags(slave) == before
@@ -386,7 +403,10 @@ def test_an_agent_that_ignores_the_signal_is_killed_after_the_grace(tmp_path: Pa
     assert_gone(pid)
 
 
-def test_after_a_signal_the_run_ends_within_the_grace_whatever_the_conversation_says() -> None:
+@pytest.mark.parametrize("plain", [False, True], ids=["anyio", "plain"])
+def test_after_a_signal_the_run_ends_within_the_grace_whatever_the_conversation_says(
+    plain: bool,
+) -> None:
     def react(conversation: Scripted, name: str, _value: object) -> None:
         if name == "client_frame":
             os.kill(os.getpid(), signal.SIGTERM)
@@ -396,13 +416,14 @@ def test_after_a_signal_the_run_ends_within_the_grace_whatever_the_conversation_
         os.write(client.stdin, b"{}\n")
 
     conversation = Scripted(react=react)  # never done
-    outcome, elapsed, _ = run(conversation, peer, grace=0.3)
+    outcome, elapsed, _ = run(conversation, peer, grace=0.3, plain=plain)
     assert outcome.signal == signal.SIGTERM
     assert conversation.values("stop") == ["ended by SIGTERM"]
     assert 0.3 <= elapsed < WAIT_S / 2
 
 
-def test_the_conversations_wake_up_time_is_kept_without_busy_waiting() -> None:
+@pytest.mark.parametrize("plain", [False, True], ids=["anyio", "plain"])
+def test_the_conversations_wake_up_time_is_kept_without_busy_waiting(plain: bool) -> None:
     start = time.monotonic_ns()
 
     def react(conversation: Scripted, name: str, value: object) -> None:
@@ -414,7 +435,7 @@ def test_the_conversations_wake_up_time_is_kept_without_busy_waiting() -> None:
                 conversation.done = True
 
     conversation = Scripted(react=react)
-    run(conversation, timeout=5.0)
+    run(conversation, timeout=5.0, plain=plain)
     last = conversation.values("step")[-1]
     assert isinstance(last, int)
     assert last - start >= S // 10

@@ -278,6 +278,15 @@ export function timelineView(root) {
     },
   };
   let focusing = null;
+  // The place of frame seq among the rows loaded so far (what locate would say), or null.
+  function loadedIndexOf(seq) {
+    for (const rows of list.pages.values()) {
+      for (const row of rows) {
+        if (row && row.first_seq <= seq && seq <= row.last_seq) return { index: row.index, total: list.total, caught_up: caughtUp, behind: false };
+      }
+    }
+    return null;
+  }
   async function locateFrame(seq) {
       selected = seq;
       showFrame(cid, seq);
@@ -286,7 +295,9 @@ export function timelineView(root) {
         setHash({ from: Math.max(1, seq - CONTEXT_ROWS) }, true);
         return;
       }
-      const found = await api(`connections/${cid}/locate`, { ...where, seq, quick: "1" });
+      await started;  // the first rows: a frame among the rows loaded needs no question
+      if (!alive) return;
+      const found = loadedIndexOf(seq) ?? await api(`connections/${cid}/locate`, { ...where, seq, quick: "1" });
       if (!alive) return;
       if (found.behind && !fromSeq) {
         // the index is far from this frame yet: the timeline that starts shortly before it
@@ -304,6 +315,6 @@ export function timelineView(root) {
       }
       render();
   }
-  start();
+  const started = start();
   return view;
 }
