@@ -1,17 +1,20 @@
-"""Fixtures shared by every test module: a database path, and the official SDKs' peers on disk
-(``.peers/``, or ``ACP_PROXY_PEERS_DIR``) for the integration and inspector tests."""
+"""Fixtures shared by every test module: a database path, the official SDKs' peers on disk
+(``.peers/``, or ``ACP_PROXY_PEERS_DIR``) for the integration and inspector tests, and the demo
+recording (tests/support/demo_recording.py), made once per session."""
 
 from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 import sys
 import tarfile
 import tempfile
 from pathlib import Path
 
 import pytest
+
+from tests.support import demo_recording as demo
+from tests.support.processes import run_to_end
 
 REPO = Path(__file__).resolve().parents[1]
 PY_SDK = "agent-client-protocol"
@@ -23,6 +26,12 @@ PY_SDK_SDIST_SHA256 = "9963ccb590ed96d7dc542c9c023e90676fc76b1c6562e21a9ee112f4f
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "rec.sqlite"
+
+
+@pytest.fixture(scope="session")
+def demo_recording(tmp_path_factory: pytest.TempPathFactory) -> demo.DemoRecording:
+    """The demo pair's seeded conversation, recorded once: read it, never write into it."""
+    return demo.record(tmp_path_factory.mktemp("demo"))
 
 
 @pytest.fixture(scope="session")
@@ -46,7 +55,7 @@ def _fetch_python_sdist(root: Path) -> None:
     with tempfile.TemporaryDirectory(dir=root.parent) as scratch:
         pip = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check"]
         pip += ["--no-binary", ":all:", "--no-deps", "-d", scratch, f"{PY_SDK}=={PY_SDK_VERSION}"]
-        done = subprocess.run(pip, capture_output=True, text=True, check=False)
+        done = run_to_end(pip, timeout=300)
         if done.returncode != 0:
             pytest.fail(f"could not download the {PY_SDK} sdist (needs PyPI):\n{done.stderr}")
         sdist = Path(scratch) / PY_SDK_SDIST
@@ -54,5 +63,10 @@ def _fetch_python_sdist(root: Path) -> None:
         assert digest == PY_SDK_SDIST_SHA256, f"{sdist.name} has sha256 {digest}"
         with tarfile.open(sdist) as tar:
             tar.extractall(scratch, filter="data")
-        # Renamed into place whole, so a half-extracted tree is never mistaken for a cache hit.
-        os.replace(Path(scratch) / root.name, root)
+        # Renamed into place whole, so a half-extracted tree is never mistaken for a cache hit;
+        # a test process beside this one (a pytest-xdist worker) may have put it there first.
+        try:
+            os.replace(Path(scratch) / root.name, root)
+        except OSError:
+            if not (root / "examples" / "client.py").is_file():
+                raise

@@ -16,11 +16,12 @@ from __future__ import annotations
 import ast
 import functools
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.processes import run_to_end
 
 PACKAGE = Path(__file__).parent.parent / "acp_proxy"
 IO_MODULES = {"os", "select", "sqlite3", "sqlite_utils", "subprocess", "anyio", "asyncio"}
@@ -100,9 +101,7 @@ def test_sans_io_modules_import_no_io(path: Path) -> None:
 def test_sans_io_modules_load_no_io_at_run_time(path: Path) -> None:
     watched = ["anyio", "sqlite3", "click", "subprocess", "threading", "sqlite_utils"]
     code = f"import sys, {_name(path)}; print(sorted(m for m in {watched!r} if m in sys.modules))"
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=30
-    )
+    result = run_to_end([sys.executable, "-c", code], check=True, timeout=30)
     assert result.stdout.strip() == "[]"
 
 
@@ -157,9 +156,7 @@ def test_record_loads_no_anyio_at_run_time() -> None:
         f"import sys; [__import__(m) for m in {modules!r}]; "
         "print(sorted(m for m in ('anyio', 'asyncio') if m in sys.modules))"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=30
-    )
+    result = run_to_end([sys.executable, "-c", code], check=True, timeout=30)
     assert result.stdout.strip() == "[]"
 
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from tests.perf import client
+from tests.support.processes import run_to_end
 
 AGENT = [sys.executable, str(Path(__file__).parent / "perf" / "agent.py")]
 FRAMES = 2000  # 4 KB each: 8 MB, more than the recorder's in-memory queue holds
@@ -51,10 +51,9 @@ def test_each_variant_forwards_every_byte_and_records_as_it_says(
 
 
 def test_an_unknown_variant_is_a_usage_error() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.perf.variants", "fast", "record", "--", *AGENT],
-        capture_output=True, text=True, timeout=30, check=False,
-    )  # fmt: skip
+    done = run_to_end(
+        [sys.executable, "-m", "tests.perf.variants", "fast", "record", "--", *AGENT], timeout=30
+    )
     assert done.returncode == 2
     assert "usage:" in done.stderr
 

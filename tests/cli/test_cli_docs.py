@@ -6,7 +6,6 @@ command only needs `python -m acp_proxy.cli.doc` to be run, not a change to thes
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ from click.testing import CliRunner
 
 from acp_proxy.cli import doc as clidoc
 from acp_proxy.cli.main import main as cli
+from tests.support.processes import run_to_end
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "cli.md"
@@ -116,12 +116,8 @@ def test_check_passes_on_a_fresh_file_and_fails_on_a_stale_one(
 
 def test_module_entry_point_check_exit_status(tmp_path: Path) -> None:
     missing = tmp_path / "nothing-here.md"
-    result = subprocess.run(
-        [sys.executable, "-m", "acp_proxy.cli.doc", "--check", str(missing)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
+    result = run_to_end(
+        [sys.executable, "-m", "acp_proxy.cli.doc", "--check", str(missing)], timeout=60
     )
     assert result.returncode == 1
     assert result.stdout == ""

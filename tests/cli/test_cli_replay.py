@@ -13,6 +13,7 @@ import pytest
 
 from tests.support.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
 from tests.support.helpers import write_recording
+from tests.support.processes import run_to_end, started
 from tests.support.replay_helpers import agent_bytes, client_frames, lines
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,10 +25,7 @@ def replay_argv(db: Path, *args: str) -> list[str]:
 
 
 def run(db: Path, stdin: bytes, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        replay_argv(db, *args), input=stdin, capture_output=True, timeout=WAIT_S, check=False,
-        cwd=REPO,
-    )  # fmt: skip
+    return run_to_end(replay_argv(db, *args), text=False, input=stdin, timeout=WAIT_S, cwd=REPO)
 
 
 @pytest.fixture
@@ -79,7 +77,7 @@ def test_a_different_prompt_ends_with_an_error_naming_the_expected_request(v1_db
 
 
 def test_a_client_that_never_answers_the_permission_request(v1_db: Path) -> None:
-    with subprocess.Popen(
+    with started(
         replay_argv(v1_db, "v1", "--timeout", "1"), stdin=subprocess.PIPE,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO,
     ) as proc:  # fmt: skip
@@ -99,7 +97,7 @@ def test_a_client_that_never_answers_the_permission_request(v1_db: Path) -> None
 
 def test_sigterm_after_the_whole_recording_is_a_clean_end(v1_db: Path) -> None:
     expected = agent_bytes(V1_CONVERSATION)
-    with subprocess.Popen(
+    with started(
         replay_argv(v1_db, "v1"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, cwd=REPO,
     ) as proc:  # fmt: skip
@@ -144,11 +142,23 @@ def test_record_keeps_the_replay_and_diff_finds_it_equal(v1_db: Path) -> None:
     assert agent == agent_bytes(V2_CONVERSATION)
     assert len(stderr_lines) == 1
     assert b"dropped 1 notice," in stderr_lines[0]
-    diff = subprocess.run(
-        [sys.executable, "-m", "acp_proxy", "diff", "--db", str(v1_db), "v2", "3",
-         "--ignore", "$..params.update[?(@.sessionUpdate)]"][:-2],
-        capture_output=True, timeout=WAIT_S, check=False, cwd=REPO,
-    )  # fmt: skip
+    diff = run_to_end(
+        [
+            sys.executable,
+            "-m",
+            "acp_proxy",
+            "diff",
+            "--db",
+            str(v1_db),
+            "v2",
+            "3",
+            "--ignore",
+            "$..params.update[?(@.sessionUpdate)]",
+        ][:-2],
+        text=False,
+        timeout=WAIT_S,
+        cwd=REPO,
+    )
     # the original holds a notice the replay dropped: that is the one difference
     assert diff.returncode == 1
     assert b"notice" in diff.stdout
@@ -156,11 +166,25 @@ def test_record_keeps_the_replay_and_diff_finds_it_equal(v1_db: Path) -> None:
 
 def test_a_jsonl_export_replays_like_the_recording(v1_db: Path, tmp_path: Path) -> None:
     export = tmp_path / "v1.jsonl"
-    subprocess.run(
-        [sys.executable, "-m", "acp_proxy", "export", "--db", str(v1_db), "v1", "--format",
-         "jsonl", "-o", str(export)],
-        check=True, timeout=WAIT_S, cwd=REPO, capture_output=True,
-    )  # fmt: skip
+    run_to_end(
+        [
+            sys.executable,
+            "-m",
+            "acp_proxy",
+            "export",
+            "--db",
+            str(v1_db),
+            "v1",
+            "--format",
+            "jsonl",
+            "-o",
+            str(export),
+        ],
+        text=False,
+        check=True,
+        timeout=WAIT_S,
+        cwd=REPO,
+    )
     done = run(v1_db, b"".join(client_frames(V1_CONVERSATION)), str(export))
     assert done.returncode == 0, done.stderr
     assert done.stdout == agent_bytes(V1_CONVERSATION)

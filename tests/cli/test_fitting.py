@@ -9,7 +9,6 @@ named by its script, not by its interpreter.
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 import unicodedata
 from pathlib import Path
@@ -20,6 +19,7 @@ from acp_proxy.store.database import connect
 from acp_proxy.store.writer import NewConnection, RecordingWriter
 from tests.support.fixtures_acp import update
 from tests.support.helpers import A2C, C2A, line, observe_all
+from tests.support.processes import run_to_end
 from tests.support.terminal import on_pty
 
 COLUMNS = 80
@@ -80,18 +80,16 @@ def test_every_line_fits_80_columns(wide: Path, command: list[str], pager: str) 
 
 
 def test_into_a_pipe_lines_keep_their_full_form(wide: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "acp_proxy", "ls", "--db", str(wide)],
-        capture_output=True, text=True, timeout=30, check=True,
-    )  # fmt: skip
+    done = run_to_end(
+        [sys.executable, "-m", "acp_proxy", "ls", "--db", str(wide)], timeout=30, check=True
+    )
     assert max(len(text) for text in done.stdout.splitlines()) > COLUMNS
 
 
 def test_an_interpreted_agent_is_named_by_its_script(wide: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "acp_proxy", "ls", "--db", str(wide)],
-        capture_output=True, text=True, timeout=30, check=True,
-    )  # fmt: skip
+    done = run_to_end(
+        [sys.executable, "-m", "acp_proxy", "ls", "--db", str(wide)], timeout=30, check=True
+    )
     first = done.stdout.splitlines()[0]
     assert "  echo_agent.py --x <- zed  " in first
     assert "python" not in first

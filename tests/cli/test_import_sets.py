@@ -9,7 +9,6 @@ The figures of what this saves are in docs/performance.md (tests/perf/bench_star
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 
 from tests.support.fixtures_acp import V1_CONVERSATION
 from tests.support.helpers import C2A, write_recording
+from tests.support.processes import run_to_end
 
 AGENT = Path(__file__).parents[1] / "support" / "agents" / "fake_agent.py"
 SNAPSHOT = (
@@ -40,10 +40,9 @@ READING_ALONE = ASYNC | OTHER_COMMANDS | FORWARDING | FILES | {"subprocess"}
 
 def imported(tmp_path: Path, *args: str, given: bytes = b"") -> set[str]:
     out = tmp_path / "modules.txt"
-    done = subprocess.run(
-        [sys.executable, "-c", SNAPSHOT, str(out), *args],
-        capture_output=True, timeout=60, check=False, input=given,
-    )  # fmt: skip
+    done = run_to_end(
+        [sys.executable, "-c", SNAPSHOT, str(out), *args], text=False, timeout=60, input=given
+    )
     assert done.returncode == 0, done.stderr
     return set(out.read_text().split("\n"))
 

@@ -17,6 +17,7 @@ from tests.support.cli import run
 from tests.support.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
 from tests.support.fixtures_transcript import V2_WALKTHROUGH
 from tests.support.helpers import observe_all, write_recording
+from tests.support.processes import run_to_end, started
 
 
 @pytest.fixture
@@ -106,7 +107,7 @@ def test_show_of_odd_bytes_never_fails(db_path: Path) -> None:
 def test_unknown_ref_and_missing_database(recorded: Path, tmp_path: Path) -> None:
     def fails(db: Path, *args: str) -> str:
         argv = [sys.executable, "-m", "acp_proxy", *args, "--db", str(db)]
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+        done = run_to_end(argv, timeout=30)
         assert (done.returncode, done.stdout) == (2, "")  # an unusable REF: a usage error
         return done.stderr
 
@@ -142,7 +143,7 @@ def test_tail_follows_a_live_recording(db_path: Path) -> None:
     writer = RecordingWriter.start(db, NewConnection(["agent"], "/", "test", 1, label="live"))
     writer.append(records[:2])
     argv = [sys.executable, "-m", "acp_proxy", "tail", "-f", "live", "--interval", "0.05"]
-    with subprocess.Popen([*argv, "--db", str(db_path)], stdout=subprocess.PIPE) as tail:
+    with started([*argv, "--db", str(db_path)], stdout=subprocess.PIPE) as tail:
         try:
             assert tail.stdout is not None
             seen = [tail.stdout.readline() for _ in range(2)]
@@ -162,7 +163,7 @@ def test_tail_follows_a_live_recording(db_path: Path) -> None:
 def test_show_ends_quietly_when_the_pipe_closes(db_path: Path) -> None:
     write_recording(db_path, V1_CONVERSATION * 200)
     argv = [sys.executable, "-m", "acp_proxy", "show", "--db", str(db_path)]
-    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as show:
+    with started(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as show:
         assert show.stdout is not None
         assert show.stderr is not None
         show.stdout.readline()

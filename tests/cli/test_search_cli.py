@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from tests.support.cli import run
 from tests.support.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
 from tests.support.helpers import A2C, C2A, line, write_recording
 from tests.support.polling import until
+from tests.support.processes import run_to_end
 
 FAKE_AGENT = str(Path(__file__).parents[1] / "support" / "agents" / "fake_agent.py")
 
@@ -32,11 +32,23 @@ def recorded(db_path: Path) -> Path:
 def test_finds_a_frame_recorded_a_moment_ago(db_path: Path) -> None:
     # The real record path: a proxy in front of an agent; the recorder process indexes.
     message = b'{"jsonrpc":"2.0","id":1,"method":"x/y","params":{"note":"flux capacitor"}}\n'
-    done = subprocess.run(
-        [sys.executable, "-m", "acp_proxy", "record", "--db", str(db_path), "--",
-         sys.executable, FAKE_AGENT, "echo"],
-        input=message, capture_output=True, timeout=30, check=False,
-    )  # fmt: skip
+    done = run_to_end(
+        [
+            sys.executable,
+            "-m",
+            "acp_proxy",
+            "record",
+            "--db",
+            str(db_path),
+            "--",
+            sys.executable,
+            FAKE_AGENT,
+            "echo",
+        ],
+        text=False,
+        input=message,
+        timeout=30,
+    )
     assert done.returncode == 0, done.stderr
     # The recorder process indexes once the proxy has been told everything is committed.
     db = connect(db_path)

@@ -18,6 +18,7 @@ from acp_proxy.store.database import connect
 from acp_proxy.store.writer import NewConnection, RecordingWriter
 from tests.support.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
 from tests.support.helpers import observe_all, write_recording
+from tests.support.processes import started
 from tests.support.terminal import on_pty
 
 SGR = re.compile(rb"\x1b\[[0-9;]*m")
@@ -117,9 +118,7 @@ def test_tail_wait_and_follow_all_then_ctrl_c(tmp_path: Path) -> None:
     db_path = tmp_path / "later.sqlite"  # not there yet: tail waits for it too
     argv = [sys.executable, "-m", "acp_proxy", "tail", "--wait", "--follow-all"]
     argv += ["--interval", "0.02", "--db", str(db_path)]
-    with subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_environ()
-    ) as tail:
+    with started(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_environ()) as tail:
         _drive_tail(tail, db_path)
 
 
@@ -128,7 +127,11 @@ def _drive_tail(tail: subprocess.Popen[bytes], db_path: Path) -> None:
         assert tail.stdout is not None
         assert tail.stderr is not None
         _read_line_with_deadline(tail.stderr, b"waiting for " + str(db_path).encode())
-        write_recording(db_path, V1_CONVERSATION, label="before")  # finished before any wait
+        # Written whole beside the path and moved into place, so tail never sees it half done
+        # (a recording still being written is live, and tail would rightly follow it).
+        whole = db_path.with_name("whole.sqlite")
+        write_recording(whole, V1_CONVERSATION, label="before")
+        os.replace(whole, db_path)
         _read_line_with_deadline(tail.stderr, b"waiting for the next connection")
         _, records = observe_all(V2_CONVERSATION)
         db = connect(db_path)

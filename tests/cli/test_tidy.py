@@ -17,6 +17,7 @@ from tests.support.cli import run
 from tests.support.fixtures_acp import V1_CONVERSATION
 from tests.support.helpers import write_recording
 from tests.support.polling import until
+from tests.support.processes import started
 
 DAY_NS = 86400 * 10**9
 
@@ -110,9 +111,7 @@ def test_prune_and_delete_never_touch_a_live_connection(db_path: Path) -> None:
     finished = _finished(db_path, "done", 40)
     agent = [sys.executable, "-c", "import sys; sys.stdin.buffer.read()"]
     argv = [sys.executable, "-m", "acp_proxy", "record", "--db", str(db_path), "--label", "live"]
-    with subprocess.Popen(
-        [*argv, "--", *agent], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL
-    ) as record:
+    with started([*argv, "--", *agent], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL) as record:
         assert record.stdin is not None
         until(lambda: len(_ids(db_path)) >= 2, "the live connection", 30)
         live = _ids(db_path)[1]

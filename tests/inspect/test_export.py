@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import stat
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from acp_proxy.store.writer import NewConnection, RecordingWriter
 from tests.support.fixtures_acp import V1_CONVERSATION
 from tests.support.fixtures_transcript import V2_WALKTHROUGH
 from tests.support.helpers import A2C, C2A, ERR, line, write_recording
+from tests.support.processes import run_to_end
 
 ODD: list[tuple[Direction, bytes]] = [
     *V1_CONVERSATION,
@@ -100,7 +100,7 @@ def test_importing_the_same_connection_twice_is_refused(tmp_path: Path) -> None:
     run("export", "once", "--format", "jsonl", "-o", str(exported), "--db", str(source))
     run("import", str(exported), "--db", str(target))
     argv = [sys.executable, "-m", "acp_proxy", "import", str(exported), "--db", str(target)]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    done = run_to_end(argv, timeout=30)
     assert done.returncode == 2  # a file this database cannot take: a usage error
     assert "is already in this database (connection 1); nothing imported" in done.stderr
     assert sqlite3.connect(target).execute("SELECT count(*) FROM connection").fetchone() == (1,)
@@ -128,7 +128,7 @@ def test_import_refuses_what_is_not_an_export(tmp_path: Path, content: bytes, me
         "--db",
         str(tmp_path / "d.sqlite"),
     ]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    done = run_to_end(argv, timeout=30)
     assert (done.returncode, done.stdout) == (2, "")
     assert message in done.stderr
     assert "Traceback" not in done.stderr

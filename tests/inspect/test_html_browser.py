@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from click.testing import CliRunner
 from acp_proxy.cli.main import main as cli
 from tests.support.fixtures_acp import update
 from tests.support.helpers import A2C, C2A, ERR, line, write_recording
+from tests.support.processes import run_to_end
 
 SCRIPT = "<script>document.body.setAttribute('data-pwned','script')</script>"
 IMG = "<img src=x onerror=\"document.body.setAttribute('data-pwned','img')\">"
@@ -73,7 +73,7 @@ def dump_dom(chromium: str, page: Path, profile: Path) -> str:
         chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
         f"--user-data-dir={profile}", "--virtual-time-budget=2000", "--dump-dom", page.as_uri(),
     ]  # fmt: skip
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=50, check=True)
+    done = run_to_end(argv, timeout=50, check=True)
     assert "</html>" in done.stdout, done.stderr[-2000:]
     return done.stdout
 

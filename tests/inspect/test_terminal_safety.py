@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from markdown_it import MarkdownIt
 
 from tests.support.fixtures_acp import update
 from tests.support.helpers import A2C, C2A, ERR, line, write_recording
+from tests.support.processes import run_to_end
 from tests.support.terminal import on_pty
 
 OSC52 = "\x1b]52;c;cHduZWQ=\x07"
@@ -133,16 +133,31 @@ def test_no_command_writes_recorded_controls_raw(ended_hostile: Path, command: l
 
 def test_a_label_from_an_imported_export_stays_visible(ended_hostile: Path, tmp_path: Path) -> None:
     exported = tmp_path / "hostile.jsonl"
-    done = subprocess.run(
-        [sys.executable, "-m", "acp_proxy", "export", "--format", "jsonl", "-o", str(exported),
-         "--db", str(ended_hostile)], capture_output=True, timeout=30, check=True,
-    )  # fmt: skip
+    done = run_to_end(
+        [
+            sys.executable,
+            "-m",
+            "acp_proxy",
+            "export",
+            "--format",
+            "jsonl",
+            "-o",
+            str(exported),
+            "--db",
+            str(ended_hostile),
+        ],
+        text=False,
+        timeout=30,
+        check=True,
+    )
     assert not done.stderr.strip()
     imported = tmp_path / "imported.sqlite"
-    subprocess.run(
+    run_to_end(
         [sys.executable, "-m", "acp_proxy", "import", str(exported), "--db", str(imported)],
-        capture_output=True, timeout=30, check=True,
-    )  # fmt: skip
+        text=False,
+        timeout=30,
+        check=True,
+    )
     output = on_terminal("delete", "last", "--dry-run", "--db", str(imported))
     assert b"would delete" in output
     assert unsafe(output) == []
@@ -154,16 +169,31 @@ def test_jsonl_escapes_keep_every_stored_byte(ended_hostile: Path, tmp_path: Pat
     import sqlite3
 
     exported = tmp_path / "hostile.jsonl"
-    subprocess.run(
-        [sys.executable, "-m", "acp_proxy", "export", "--format", "jsonl", "-o", str(exported),
-         "--db", str(ended_hostile)], capture_output=True, timeout=30, check=True,
-    )  # fmt: skip
+    run_to_end(
+        [
+            sys.executable,
+            "-m",
+            "acp_proxy",
+            "export",
+            "--format",
+            "jsonl",
+            "-o",
+            str(exported),
+            "--db",
+            str(ended_hostile),
+        ],
+        text=False,
+        timeout=30,
+        check=True,
+    )
     assert unsafe(exported.read_bytes()) == []
     imported = tmp_path / "imported.sqlite"
-    subprocess.run(
+    run_to_end(
         [sys.executable, "-m", "acp_proxy", "import", str(exported), "--db", str(imported)],
-        capture_output=True, timeout=30, check=True,
-    )  # fmt: skip
+        text=False,
+        timeout=30,
+        check=True,
+    )
 
     def stored(path: Path) -> tuple[list[tuple[bytes, ...]], str]:
         with contextlib.closing(sqlite3.connect(path)) as db:
@@ -186,7 +216,7 @@ def test_a_shared_label_and_json_stay_exact(hostile: Path) -> None:
 
 def test_the_proxy_stderr_lines_make_quoted_text_visible() -> None:
     code = "from acp_proxy.stderr import report; report('method ' + chr(27) + ']0;x' + chr(7))"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=30, check=True)
+    done = run_to_end([sys.executable, "-c", code], text=False, timeout=30, check=True)
     assert done.stderr == b"acp-proxy: method \\x1b]0;x\\x07\n"
 
 
@@ -201,10 +231,11 @@ def test_the_demo_summary_makes_recorded_text_visible(hostile: Path) -> None:
 
 
 def test_markdown_renders_recorded_text_as_text(hostile: Path) -> None:
-    output = subprocess.run(
-        [sys.executable, "-m", "acp_proxy", "export", "--format", "markdown", "--db",
-         str(hostile)], capture_output=True, text=True, timeout=30, check=True,
-    ).stdout  # fmt: skip
+    output = run_to_end(
+        [sys.executable, "-m", "acp_proxy", "export", "--format", "markdown", "--db", str(hostile)],
+        timeout=30,
+        check=True,
+    ).stdout
     page = MarkdownIt("commonmark").render(output)
     assert "<script" not in page
     assert "<img" not in page

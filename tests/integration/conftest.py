@@ -41,6 +41,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.processes import run_to_end, started
+
 REPO = Path(__file__).resolve().parents[2]
 BYTETAP = REPO / "tests" / "support" / "tools" / "bytetap.py"
 INSTALL_NODE_PEERS = REPO / ".ci" / "install-node-peers"
@@ -82,9 +84,7 @@ def ts_sdk(node: str, peers_dir: Path) -> Path:
     ws = peers_dir / "node" / "node_modules" / "ws"  # the remote examples need it
     if _package_version(package) != TS_SDK_VERSION or _package_version(ws) is None:
         env = {**os.environ, "ACP_PROXY_PEERS_DIR": str(peers_dir)}
-        done = subprocess.run(
-            ["bash", str(INSTALL_NODE_PEERS)], env=env, capture_output=True, text=True, check=False
-        )
+        done = run_to_end(["bash", str(INSTALL_NODE_PEERS)], env=env, timeout=300)
         if done.returncode != 0 or _package_version(package) != TS_SDK_VERSION:
             pytest.fail(
                 f"{INSTALL_NODE_PEERS.name} did not install {TS_SDK}@{TS_SDK_VERSION}:\n"
@@ -375,7 +375,7 @@ def run_peers(spec: RunSpec, workdir: Path) -> PeerRun:
             agent = proxy(workdir / "recording.sqlite", agent)
         agent = tap(workdir / "client-side", agent)
     launch = spec.client(agent, workdir)
-    with subprocess.Popen(
+    with started(
         launch.argv,
         cwd=spec.cwd,
         env=run_env(launch.env),

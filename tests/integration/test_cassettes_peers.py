@@ -7,12 +7,13 @@ counterpart.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from tests.support.processes import run_to_end
 
 pytestmark = pytest.mark.peers
 
@@ -25,9 +26,7 @@ def acp_real_agent(python_examples: Path) -> list[str]:
 @pytest.mark.acp_cassette("python-sdk-hello")
 def test_sdk_client_against_a_cassette(python_examples: Path, acp_agent_command: list[str]) -> None:
     client = [sys.executable, str(python_examples / "client.py"), *acp_agent_command]
-    done = subprocess.run(
-        client, input="hello there\n", capture_output=True, text=True, timeout=30, check=False
-    )
+    done = run_to_end(client, input="hello there\n", timeout=30)
     assert "| Agent: hello there" in done.stdout, done.stderr
 
 

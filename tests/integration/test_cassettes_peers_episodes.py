@@ -15,7 +15,7 @@ import pytest
 
 from acp_proxy.testing.cassette_episodes import split
 
-pytestmark = pytest.mark.peers
+pytestmark = [pytest.mark.peers, pytest.mark.timeout(180)]  # several recorded runs in a row
 pytest_plugins = ["pytester"]
 
 CASSETTE = Path(__file__).resolve().parent / "cassettes" / "python-sdk-hello.jsonl"

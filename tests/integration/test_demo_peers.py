@@ -20,6 +20,7 @@ from acp.schema import ResourceContentBlock, TextContentBlock
 
 from acp_proxy.demo.agent import chunks, requested_file
 from acp_proxy.demo.client import run_demo_client
+from tests.support.processes import run_to_end
 
 AGENT = [sys.executable, "-m", "acp_proxy.demo.agent"]
 CLIENT = [sys.executable, "-m", "acp_proxy.demo.client"]
@@ -214,7 +215,7 @@ def test_agent_ends_the_turn_cancelled_on_session_cancel(tmp_path: Path, sample:
 
 
 def test_client_cli_against_agent_prints_the_transcript(sample: Path) -> None:
-    done = subprocess.run(
+    done = run_to_end(
         [
             *CLIENT,
             "--prompt",
@@ -226,10 +227,7 @@ def test_client_cli_against_agent_prints_the_transcript(sample: Path) -> None:
             "--",
             *AGENT,
         ],
-        capture_output=True,
-        text=True,
         timeout=30,
-        check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()

@@ -1,6 +1,8 @@
 """OpenTelemetry export of real conversations: the demo pair (official ACP Python SDK).
 
-The demo client and agent (acp_proxy/demo) talk through ``acp-proxy record``; the spans go to a
+The demo client and agent (acp_proxy/demo) talk through ``acp-proxy record`` (the session's
+demo recording, tests/support/demo_recording.py, and live runs in the same user's home); the
+spans go to a
 real OTLP/HTTP receiver in the test (standard-library HTTP server on 127.0.0.1, decoding with
 ``opentelemetry-proto``: tests/support/otlp_receiver.py). It checks that
 
@@ -35,20 +37,17 @@ from typing import Any
 import pytest
 
 from acp_proxy.store import readers
+from tests.support import demo_recording as demo
 from tests.support import otlp_receiver
+from tests.support.demo_recording import AGENT, ANTHROPIC, GITHUB, USER, DemoRecording
 from tests.support.otlp_receiver import ReceivedSpan, Receiver
 from tests.support.processes import acp_proxy as run_acp_proxy
+from tests.support.processes import run_to_end
 
-from .conftest import Launch, Middle, PeerRun, RunSpec, run_env, tap
+from .conftest import Launch, Middle, PeerRun, RunSpec, tap
 
 pytestmark = [pytest.mark.peers, pytest.mark.timeout(120)]
 
-AGENT = [sys.executable, "-m", "acp_proxy.demo.agent"]
-GITHUB = "ghp_" + "Tr4ce5" * 6  # a token pasted in the prompt
-ANTHROPIC = "sk-ant-api03-" + "Sp4n" * 12  # a key in the file the client serves
-USER = "robin"
-PROMPT = f"My token {GITHUB} stopped working, look at the notes"
-NOTES = f"first line of the notes\nANTHROPIC_API_KEY={ANTHROPIC}\nlast line\n"
 REMOTE_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 REMOTE_SPAN = "00f067aa0ba902b7"
 TREE = [
@@ -64,17 +63,10 @@ TREE = [
 ]
 
 
-@pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    """A project folder in a user's home, and the environment of that user."""
-    root = tmp_path_factory.mktemp("otel")
-    project = root / "home" / USER / "project"
-    project.mkdir(parents=True)
-    (project / "notes.txt").write_text(NOTES)
-    env = run_env({"HOME": str(root / "home" / USER), "USER": USER})
-    for name in [n for n in env if n.startswith("OTEL_")]:
-        del env[name]
-    return project, env
+@pytest.fixture
+def home(demo_recording: DemoRecording) -> tuple[Path, dict[str, str]]:
+    """The demo recording's project folder in a user's home, and the environment of that user."""
+    return demo_recording.project, dict(demo_recording.env)
 
 
 def acp_proxy(
@@ -86,26 +78,14 @@ def acp_proxy(
     return done
 
 
-def demo_client(proxy_args: list[str] | None, db: Path | None = None) -> list[str]:
-    """The demo client reading notes.txt, through ``record`` (with ``proxy_args``) or not."""
-    client = [sys.executable, "-m", "acp_proxy.demo.client", "--file", "notes.txt"]
-    client += ["--prompt", PROMPT, "--"]
-    if proxy_args is None:
-        return [*client, *AGENT]
-    proxy = [sys.executable, "-m", "acp_proxy", "record", "--db", str(db), *proxy_args, "--"]
-    return [*client, *proxy, *AGENT]
+def demo_client() -> list[str]:
+    """The demo client reading notes.txt, straight to the demo agent."""
+    return [*demo.client(), *AGENT]
 
 
-@pytest.fixture(scope="module")
-def recording(home: tuple[Path, dict[str, str]]) -> Path:
-    project, env = home
-    db = project.parent / "rec.sqlite"
-    done = subprocess.run(
-        demo_client([], db), cwd=project, env=env, capture_output=True, text=True, timeout=60,
-        check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    return db
+@pytest.fixture
+def recording(demo_recording: DemoRecording) -> Path:
+    return demo_recording.db
 
 
 @pytest.fixture
@@ -415,9 +395,8 @@ def run_tapped(workdir: Path, cwd: Path, env: dict[str, str], proxy_args: list[s
     agent = tap(workdir / "agent-side", AGENT)
     proxy = [sys.executable, "-m", "acp_proxy", "record", "--db", str(db), *proxy_args, "--"]
     outer = tap(workdir / "client-side", [*proxy, *agent])
-    client = [sys.executable, "-m", "acp_proxy.demo.client", "--file", "notes.txt"]
-    argv = [*client, "--prompt", PROMPT, "--", *outer]
-    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, timeout=90, check=False)
+    argv = [*demo.client(), *outer]
+    done = run_to_end(argv, text=False, cwd=cwd, env=env, timeout=90)
     spec = RunSpec("tapped", lambda _agent, _scratch: Launch(argv), AGENT, b"", Middle.PROXY, cwd)
     return PeerRun(spec, done.returncode, done.stdout, done.stderr, workdir)
 
@@ -430,9 +409,7 @@ def test_record_otlp_with_the_collector_down_or_slow_forwards_and_records_everyt
     slow = otlp_receiver.start(delay=4.0) if collector == "slow" else None
     url = slow.url if slow else f"http://127.0.0.1:{free_port()}"
     try:
-        direct = subprocess.run(
-            demo_client(None), cwd=project, env=env, capture_output=True, timeout=60, check=False
-        )
+        direct = run_to_end(demo_client(), text=False, cwd=project, env=env, timeout=60)
         began = time.monotonic()
         tapped = run_tapped(tmp_path / "run", project, {**env, "OTEL_EXPORTER_OTLP_TIMEOUT": "1"}
                             if collector == "down" else env, ["--otlp", url])  # fmt: skip

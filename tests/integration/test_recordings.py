@@ -17,6 +17,7 @@ import pytest
 
 from acp_proxy.store.importer import import_jsonl
 from tests.support.processes import acp_proxy as run_acp_proxy
+from tests.support.processes import run_to_end
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDINGS = REPO / "recordings"
@@ -117,10 +118,12 @@ def test_the_sdk_sample_replays_to_the_official_sdk_client() -> None:
     notes.write_text(NOTES)
     sample = RECORDINGS / "sdk-permission-read.jsonl"
     replay = [sys.executable, "-m", "acp_proxy", "replay", str(sample)]
-    done = subprocess.run(
+    done = run_to_end(
         [sys.executable, "-m", "acp_proxy.demo.client", "--file", str(notes), "--", *replay],
-        capture_output=True, timeout=45, check=False, cwd=SAMPLE_DIR,
-    )  # fmt: skip
+        text=False,
+        timeout=45,
+        cwd=SAMPLE_DIR,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert b"permission: Read notes.md: allowed" in done.stdout
     assert b"fs: read /tmp/acp-proxy-sample/notes.md (4 lines)" in done.stdout
@@ -130,10 +133,12 @@ def test_the_sdk_sample_replays_to_the_official_sdk_client() -> None:
 @pytest.mark.peers
 @pytest.mark.slow
 def test_regenerate_makes_the_same_conversations_again(tmp_path: Path) -> None:
-    done = subprocess.run(
+    done = run_to_end(
         [sys.executable, str(RECORDINGS / "regenerate.py"), "--out", str(tmp_path)],
-        capture_output=True, timeout=55, check=False, cwd=REPO,
-    )  # fmt: skip
+        text=False,
+        timeout=55,
+        cwd=REPO,
+    )
     assert done.returncode == 0, done.stderr
     db = tmp_path / "both.sqlite"
     for name in SAMPLES:

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.bridge_peers import conversation, python_server, ts_server
+from tests.support.processes import run_to_end
 
 from .conftest import A2C, C2A, RUN_TIMEOUT_S, Recording, TapLog, python_sdk_client, run_env, tap
 
@@ -42,10 +43,14 @@ def run_client(
     examples: Path, agent: list[str], workdir: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[bytes]:
     launch = python_sdk_client(examples)(agent, workdir)
-    return subprocess.run(
-        launch.argv, input=STDIN, env=run_env({**launch.env, **(env or {})}), cwd=workdir,
-        capture_output=True, timeout=RUN_TIMEOUT_S, check=False,
-    )  # fmt: skip
+    return run_to_end(
+        launch.argv,
+        text=False,
+        input=STDIN,
+        env=run_env({**launch.env, **(env or {})}),
+        cwd=workdir,
+        timeout=RUN_TIMEOUT_S,
+    )
 
 
 def lines(data: bytes) -> list[bytes]:

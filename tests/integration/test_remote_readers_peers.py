@@ -29,6 +29,7 @@ import pytest
 
 from tests.support import otlp_receiver
 from tests.support.bridge_peers import python_server, run_example
+from tests.support.processes import run_to_end, started
 
 from .conftest import run_env
 
@@ -41,7 +42,7 @@ PROXY = [sys.executable, "-m", "acp_proxy"]
 def reverse_proxy(db: Path, upstream: str) -> Iterator[str]:
     argv = [*PROXY, "record", "--db", str(db), "--listen", "127.0.0.1:0", "--upstream", upstream]
     quiet = subprocess.DEVNULL
-    with subprocess.Popen(
+    with started(
         argv, env=run_env({}), stdin=quiet, stdout=quiet, stderr=subprocess.PIPE
     ) as process:
         try:
@@ -59,8 +60,7 @@ def reverse_proxy(db: Path, upstream: str) -> Iterator[str]:
 
 
 def acp(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*PROXY, *args], env=run_env({}), capture_output=True, text=True,
-                          timeout=60, check=False)  # fmt: skip
+    return run_to_end([*PROXY, *args], env=run_env({}), timeout=60)
 
 
 @pytest.fixture(scope="module")
@@ -81,8 +81,7 @@ def recorded(
         for argv, websocket in clients:
             shown = "ws" + url[len("http") :] if websocket else url
             env = run_env({"ACP_URL": shown, "ACP_HTTP_URL": shown, "ACP_WS_URL": shown})
-            done = subprocess.run(argv, env=env, cwd=work, capture_output=True, timeout=60,
-                                  check=False)  # fmt: skip
+            done = run_to_end(argv, text=False, env=env, cwd=work, timeout=60)
             assert b"end_turn" in done.stdout, done.stderr.decode()
     return db
 

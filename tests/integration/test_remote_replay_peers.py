@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.bridge_peers import frames_capture, python_server, run_example
+from tests.support.processes import run_to_end, started
 
 from .conftest import run_env
 
@@ -42,7 +43,7 @@ def replay_listener(
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     argv = [*PROXY, "replay", "--db", str(db), "--listen", "127.0.0.1:0", *options, ref]
     quiet = subprocess.DEVNULL
-    with subprocess.Popen(
+    with started(
         argv, env=run_env({}), stderr=subprocess.PIPE, stdout=quiet, stdin=quiet
     ) as process:
         try:
@@ -69,8 +70,7 @@ def stop(process: subprocess.Popen[bytes]) -> tuple[int, str]:
 
 def run_client(argv: list[str], url: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
     env = run_env({"ACP_URL": url, "ACP_HTTP_URL": url, "ACP_WS_URL": url})
-    return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, timeout=CLIENT_TIMEOUT,
-                          check=False)  # fmt: skip
+    return run_to_end(argv, text=False, env=env, cwd=cwd, timeout=CLIENT_TIMEOUT)
 
 
 def assert_client_done(done: subprocess.CompletedProcess[bytes], more: str = "") -> None:
@@ -96,8 +96,9 @@ def record_against_python_server(
     assert_client_done(done)
     capture = frames_capture(log, tmp_path / "capture.jsonl")
     db = tmp_path / "recordings.sqlite"
-    imported = subprocess.run([*PROXY, "import", "--db", str(db), str(capture)], env=run_env({}),
-                              capture_output=True, check=False)  # fmt: skip
+    imported = run_to_end(
+        [*PROXY, "import", "--db", str(db), str(capture)], text=False, env=run_env({})
+    )
     assert imported.returncode == 0, imported.stderr.decode()
     return db, done.stdout
 
@@ -229,10 +230,12 @@ def test_the_pytest_fixture_gives_the_url_of_a_replayed_cassette(
     db, _ = record_against_python_server(python_examples, tmp_path, run_example(client), False)
     cassettes = pytester.path / "cassettes"
     cassettes.mkdir()
-    exported = subprocess.run(
-        [*PROXY, "export", "--db", str(db), "--format", "jsonl", "1"], env=run_env({}),
-        capture_output=True, check=True,
-    )  # fmt: skip
+    exported = run_to_end(
+        [*PROXY, "export", "--db", str(db), "--format", "jsonl", "1"],
+        text=False,
+        env=run_env({}),
+        check=True,
+    )
     (cassettes / "remote.jsonl").write_bytes(exported.stdout)
     pytester.makepyfile(REMOTE_CLIENT_TEST.format(run=run_example(Path("x"))[:-1]))
     for name, value in run_env({}).items():

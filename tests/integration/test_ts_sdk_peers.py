@@ -27,11 +27,12 @@ import functools
 import os
 import re
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.processes import run_to_end
 
 from .conftest import (
     A2C,
@@ -73,9 +74,7 @@ def ts_client(node: str, sdk: Path) -> ClientFactory:
 
 @functools.cache
 def node_major(node: str) -> int:
-    version = subprocess.run(
-        [node, "-p", "process.versions.node"], capture_output=True, text=True, check=True
-    )
+    version = run_to_end([node, "-p", "process.versions.node"], check=True)
     return int(version.stdout.split(".")[0])
 
 

@@ -22,6 +22,7 @@ from acp_proxy.otel.span_values import ConnectionInfo
 from tests.support import otlp_receiver
 from tests.support.helpers import A2C, C2A, line, observe_all
 from tests.support.polling import until
+from tests.support.processes import run_to_end
 
 UID = "00112233445566778899aabbccddeeff"
 
@@ -143,10 +144,7 @@ def unused_port() -> int:
 def _blocked(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     """Run acp-proxy's entry point with the OpenTelemetry packages made unimportable."""
     program = f"import sys; sys.modules['opentelemetry'] = None; {code}"
-    return subprocess.run(
-        [sys.executable, "-c", program], capture_output=True, text=True, timeout=30,
-        cwd=tmp_path, check=False,
-    )  # fmt: skip
+    return run_to_end([sys.executable, "-c", program], timeout=30, cwd=tmp_path)
 
 
 @pytest.mark.parametrize(

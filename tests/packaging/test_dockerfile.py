@@ -33,6 +33,8 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from tests.support.processes import run_to_end
+
 REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO / "Dockerfile"
 DOCKERIGNORE = REPO / ".dockerignore"
@@ -226,12 +228,9 @@ def run_hadolint(dockerfile: Path, tmp_path: Path) -> subprocess.CompletedProces
     config = tmp_path / "hadolint.yaml"  # ours, so no user or project config can relax it
     config.write_text("failure-threshold: style\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("HADOLINT_")}
-    return subprocess.run(
+    return run_to_end(
         [hadolint(), "--config", str(config), "--no-color", "--disable-ignore-pragma", dockerfile],
-        capture_output=True,
-        text=True,
         env=env,
-        check=False,
         timeout=30,
     )
 
@@ -301,14 +300,8 @@ def test_entrypoint_and_cmd_print_help(
     stage: list[Instruction], image_env: dict[str, str], volumes: list[str], tmp_path: Path
 ) -> None:
     argv = entrypoint(stage) + exec_form(only(stage, "CMD"))
-    result = subprocess.run(
-        argv,
-        env=host_env(image_env, volumes, tmp_path),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=30,
+    result = run_to_end(
+        argv, env=host_env(image_env, volumes, tmp_path), stdin=subprocess.DEVNULL, timeout=30
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("Usage: acp-proxy ")
@@ -320,14 +313,7 @@ def test_entrypoint_records_into_the_volume(
 ) -> None:
     env = host_env(image_env, volumes, tmp_path)
     argv = [*entrypoint(stage), "record", "--", sys.executable, "-c", "pass"]
-    result = subprocess.run(
-        argv,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        check=False,
-        timeout=30,
-    )
+    result = run_to_end(argv, text=False, env=env, stdin=subprocess.DEVNULL, timeout=30)
     assert result.returncode == 0, result.stderr
     db = Path(env["ACP_PROXY_DB"])
     assert db.is_relative_to(tmp_path)
@@ -415,11 +401,8 @@ def test_build_context_makes_a_complete_working_wheel(
     build_context(rules, context)
     source = lay_out_image(stage, context, tmp_path / "image")
     wheels = tmp_path / "wheels"
-    build = subprocess.run(
+    build = run_to_end(
         [*PIP, "wheel", "--no-deps", "--no-cache-dir", "-q", "--wheel-dir", wheels, source],
-        capture_output=True,
-        text=True,
-        check=False,
         timeout=120,
     )
     assert build.returncode == 0, build.stdout + build.stderr
@@ -441,34 +424,21 @@ def test_build_context_makes_a_complete_working_wheel(
 
     # Installed alone (dependencies come from this environment), the wheel's script works.
     target = tmp_path / "site"
-    install = subprocess.run(
+    install = run_to_end(
         [*PIP, "install", "--no-deps", "--no-cache-dir", "-q", "--target", target, wheel],
-        capture_output=True,
-        text=True,
-        check=False,
         timeout=60,
     )
     assert install.returncode == 0, install.stdout + install.stderr
     env = {**os.environ, "PYTHONPATH": str(target)}
     env.pop("ACP_PROXY_DB", None)
-    where = subprocess.run(
+    where = run_to_end(
         [sys.executable, "-c", "import acp_proxy; print(acp_proxy.__file__)"],
         env=env,
-        cwd=tmp_path,  # not the repository, whose acp_proxy/ would be imported instead
-        capture_output=True,
-        text=True,
+        cwd=tmp_path,
         check=True,
         timeout=30,
     )
     assert Path(where.stdout.strip()).is_relative_to(target), "the wheel is not what runs"
-    result = subprocess.run(
-        [target / "bin" / "acp-proxy", "--help"],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=30,
-    )
+    result = run_to_end([target / "bin" / "acp-proxy", "--help"], env=env, cwd=tmp_path, timeout=30)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("Usage: acp-proxy ")

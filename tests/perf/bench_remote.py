@@ -281,6 +281,15 @@ async def concurrent(url: str, connections: int, per_connection: int) -> float:
     return elapsed
 
 
+def _each(values: list[float]) -> str:
+    return ", ".join(f"{value:.2f}" for value in values)
+
+
+def _ratio(values: list[float]) -> str:
+    """The median ratio, then each repeat's."""
+    return f"{statistics.median(values):.2f}x ({_each(values)})"
+
+
 def _percentile(values: list[int], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[max(0, round(fraction * len(ordered)) - 1)] / 1000.0  # microseconds
@@ -387,8 +396,9 @@ def one_repeat(
                         per_100k = used / (args.stream_blocks * args.updates) * 1e5
                         if proxy:
                             results[mode][key] = cpu + per_100k
-            pids = [listener.process.pid, listener.recorder]
             for mode in order:
+                serving = listeners.get(mode, listener)  # direct: the listener stands idle
+                pids = [serving.process.pid, serving.recorder]
                 idle = {pid: rss_kib(pid) for pid in pids}
                 sampler = Sampler(pids)
                 try:
@@ -403,7 +413,7 @@ def one_repeat(
                           file=sys.stderr)  # fmt: skip
                     results[mode]["concurrent"] = math.nan
                 peaks = sampler.stop()
-                if mode == "acp-proxy":
+                if mode in listeners:
                     results[mode]["memory"] = {
                         "listener_idle_kib": idle[pids[0]], "listener_peak_kib": peaks[pids[0]],
                         "recorder_idle_kib": idle[pids[1]], "recorder_peak_kib": peaks[pids[1]],
@@ -488,14 +498,15 @@ def report(repeats: list[dict[str, Any]], args: argparse.Namespace) -> str:
         ratios = [b / a for a, b in zip(d, p, strict=True)]
         lines.append(
             f"| {args.updates:,} updates over {profile} (MB/s at the client) | {median(d):.1f} | "
-            f"{median(p):.1f} | {median(ratios):.2f}x |"
+            f"{median(p):.1f} | {median(ratios):.2f}x (per repeat {_each(ratios)}) |"
         )
     d = [r["direct"]["concurrent"] for r in repeats]
     p = [r["acp-proxy"]["concurrent"] for r in repeats]
     ratios = [a / b for a, b in zip(d, p, strict=True)]
     lines.append(
         f"| {args.connections} connections x {args.per_connection:,} updates (s) | "
-        f"{median(d):.2f} | {median(p):.2f} | {median(ratios):.2f}x |"
+        f"{median(d):.2f} | {median(p):.2f} | {median(ratios):.2f}x (per repeat "
+        f"{_each(ratios)}) |"
     )
     for profile in ("http", "ws"):
         per_100k = [r["acp-proxy"][f"listener-cpu-100k-{profile}"] for r in repeats]
@@ -522,7 +533,7 @@ def report(repeats: list[dict[str, Any]], args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
-def _figures(result: dict[str, Any]) -> dict[str, float]:
+def _figures(result: dict[str, Any], connections: int = 1) -> dict[str, float]:
     """One mode's figures of one repeat: round trips in us, streams in MB/s, the concurrent
     run in seconds."""
     figures = {
@@ -534,6 +545,11 @@ def _figures(result: dict[str, Any]) -> dict[str, float]:
         seconds, size = result[f"stream-{profile}"]
         figures[f"updates over {profile} (MB/s at the client)"] = size / seconds / 1e6
     figures["concurrent connections (s)"] = result["concurrent"]
+    if "memory" in result:
+        memory = result["memory"]
+        for process in ("listener", "recorder"):
+            grown = memory[f"{process}_peak_kib"] - memory[f"{process}_idle_kib"]
+            figures[f"{process} memory per concurrent connection (KiB)"] = grown / connections
     for profile in ("http", "ws"):
         if f"listener-cpu-100k-{profile}" in result:
             figures[f"listener CPU per 100,000 updates over {profile} (s)"] = result[
@@ -553,21 +569,22 @@ def baseline_report(repeats: list[dict[str, Any]], args: argparse.Namespace) -> 
         "acp-proxy vs direct |",
         "|---|---|---|---|---|---|",
     ]
-    per_repeat = [{mode: _figures(r[mode]) for mode in ("direct", BASELINE_MODE, "acp-proxy")}
+    modes = ("direct", BASELINE_MODE, "acp-proxy")
+    per_repeat = [{mode: _figures(r[mode], args.connections) for mode in modes}
                   for r in repeats]  # fmt: skip
     for name in per_repeat[0][BASELINE_MODE]:
         d, b, p = ([r[mode].get(name, 0.0) for r in per_repeat] for mode in
                    ("direct", BASELINE_MODE, "acp-proxy"))  # fmt: skip
-        digits = 0 if "(us)" in name else 2
+        digits = 0 if "(us)" in name or "(KiB)" in name else 2
         if "(us)" in name:
             against = [f"{median([y - x for x, y in zip(d, v, strict=True)]):+.0f} us"
                        for v in (b, p)]  # fmt: skip
         elif "MB/s" in name:
-            against = [f"{median([y / x for x, y in zip(d, v, strict=True)]):.2f}x" for v in (b, p)]
-        elif "CPU" in name:
+            against = [_ratio([y / x for x, y in zip(d, v, strict=True)]) for v in (b, p)]
+        elif "CPU" in name or "memory" in name:
             against = ["", ""]
         else:  # seconds: direct's time over the proxy's, above 1 is faster
-            against = [f"{median([x / y for x, y in zip(d, v, strict=True)]):.2f}x" for v in (b, p)]
+            against = [_ratio([x / y for x, y in zip(d, v, strict=True)]) for v in (b, p)]
         shown = name.replace("concurrent connections",
                              f"{args.connections} x {args.per_connection:,} updates")  # fmt: skip
         if name.startswith("updates over"):
@@ -579,7 +596,7 @@ def baseline_report(repeats: list[dict[str, Any]], args: argparse.Namespace) -> 
             shown += f" (before failed in {failed} of {len(repeats)} repeats)"
             if "(s)" in name:
                 against[0] = f"{median([x / y for x, y in zip(d, b, strict=True)]):.2f}x"
-        direct_shown = "" if "CPU" in name else f"{median(d):.{digits}f}"
+        direct_shown = "" if "CPU" in name or "memory" in name else f"{median(d):.{digits}f}"
         lines.append(
             f"| {shown} | {direct_shown} | {median(b):.{digits}f} | {median(p):.{digits}f} | "
             f"{against[0]} | {against[1]} |"

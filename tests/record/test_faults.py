@@ -21,7 +21,7 @@ import pytest
 
 from acp_proxy.store.database import BUSY_TIMEOUT_MS, connect
 from tests.support.polling import until
-from tests.support.processes import exists
+from tests.support.processes import exists, run_to_end
 from tests.support.proxy import FAKE_AGENT, proxy_argv, start
 
 LINE = b'{"jsonrpc":"2.0","method":"_x","params":{"n":%07d,"pad":"%s"}}\n'
@@ -200,10 +200,7 @@ def test_a_dangling_symlink_as_db_is_refused_and_nothing_is_created(tmp_path: Pa
     target.parent.mkdir()
     link = tmp_path / "rec.sqlite"
     link.symlink_to(target)
-    result = subprocess.run(
-        proxy_argv(link, "echo"), input=b'{"a":1}\n', capture_output=True, timeout=30,
-        check=False,
-    )  # fmt: skip
+    result = run_to_end(proxy_argv(link, "echo"), text=False, input=b'{"a":1}\n', timeout=30)
     assert result.returncode == 0  # forwarding is untouched
     assert result.stdout == b'{"a":1}\n'
     assert result.stderr.count(b"\n") == 2  # the refusal, then what went unrecorded
@@ -216,10 +213,7 @@ def test_every_folder_and_file_created_is_private(tmp_path: Path) -> None:
     db = tmp_path / "a" / "b" / "c" / "rec.sqlite"
     old = os.umask(0o022)
     try:
-        result = subprocess.run(
-            proxy_argv(db, "echo"), input=b'{"a":1}\n', capture_output=True, timeout=30,
-            check=False,
-        )  # fmt: skip
+        result = run_to_end(proxy_argv(db, "echo"), text=False, input=b'{"a":1}\n', timeout=30)
     finally:
         os.umask(old)
     assert result.returncode == 0
@@ -347,10 +341,7 @@ def test_a_recording_whose_proxy_was_killed_stays_live_while_its_recorder_writes
         proxy.stderr.close()
         tidy = [sys.executable, "-m", "acp_proxy"]
         for args in (["delete", "1"], ["prune", "--keep", "0", "--yes"]):
-            done = subprocess.run(
-                [*tidy, *args, "--db", str(db_path)], capture_output=True, text=True,
-                timeout=60, check=False,
-            )  # fmt: skip
+            done = run_to_end([*tidy, *args, "--db", str(db_path)], timeout=60)
             assert done.returncode in (0, 2), done.stderr
             assert "Traceback" not in done.stderr
         assert sqlite3.connect(db_path).execute("SELECT id FROM connection").fetchall() == [(1,)]
@@ -367,13 +358,9 @@ def test_a_recording_whose_proxy_was_killed_stays_live_while_its_recorder_writes
         (1, recorded[0])
     ]
     assert recorded[1] is None  # the recorder said it was done, proxy or not
-    done = subprocess.run(
-        [*tidy, "delete", "1", "--db", str(db_path)], capture_output=True, timeout=60, check=False
-    )
+    done = run_to_end([*tidy, "delete", "1", "--db", str(db_path)], text=False, timeout=60)
     assert done.returncode == 0, done.stderr
-    echoed = subprocess.run(
-        proxy_argv(db_path, "echo"), input=b"{}\n", capture_output=True, timeout=60, check=False
-    )
+    echoed = run_to_end(proxy_argv(db_path, "echo"), text=False, input=b"{}\n", timeout=60)
     assert echoed.returncode == 0
     # a new id: the echo's request and answer, and nothing else
     assert con.execute("SELECT connection_id, count(*) FROM frame GROUP BY 1").fetchall() == [
@@ -390,7 +377,7 @@ def test_a_read_only_database_says_how_many_frames_went_unrecorded(tmp_path: Pat
     argv = ["unshare", "--map-root-user", "--mount", "sh", "-c", script, str(folder),
             *proxy_argv(db, "echo")]  # fmt: skip
     lines = b'{"jsonrpc":"2.0","method":"_a"}\n{"jsonrpc":"2.0","method":"_b"}\n'
-    done = subprocess.run(argv, input=lines, capture_output=True, timeout=60, check=False)
+    done = run_to_end(argv, text=False, input=lines, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout == lines
     said = done.stderr.decode()

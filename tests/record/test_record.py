@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.processes import run_to_end
 from tests.support.proxy import FAKE_AGENT, proxy_argv, start
 
 
@@ -84,10 +85,9 @@ def test_odd_bytes_pass_unchanged_and_are_recorded(db_path: Path, tmp_path: Path
     payload = tmp_path / "payload.bin"
     payload.write_bytes(ODD_BYTES)
     client_bytes = b'{"jsonrpc":"2.0","id":1,"method":"x"}\r\n\xc3\x28\n{"partial":'
-    result = subprocess.run(
-        proxy_argv(db_path, "emit", str(payload)), input=client_bytes, capture_output=True,
-        timeout=30, check=False,
-    )  # fmt: skip
+    result = run_to_end(
+        proxy_argv(db_path, "emit", str(payload)), text=False, input=client_bytes, timeout=30
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout == ODD_BYTES
     assert Path(f"{payload}.in").read_bytes() == client_bytes
@@ -135,10 +135,9 @@ def test_a_64_mib_line_streams_through(db_path: Path) -> None:
 
 
 def test_agent_stderr_passes_through_and_is_recorded(db_path: Path) -> None:
-    result = subprocess.run(
-        proxy_argv(db_path, "echo-stderr"), input=b"hello\n", capture_output=True, timeout=30,
-        check=False,
-    )  # fmt: skip
+    result = run_to_end(
+        proxy_argv(db_path, "echo-stderr"), text=False, input=b"hello\n", timeout=30
+    )
     assert result.stdout == b"hello\n"
     assert result.stderr == b"agent got 6 bytes\n"
     lines = frames(db_path, "stderr")
@@ -150,28 +149,27 @@ def test_agent_stderr_passes_through_and_is_recorded(db_path: Path) -> None:
 
 @pytest.mark.parametrize("code", [0, 3, 42])
 def test_exit_code_is_the_agents(db_path: Path, code: int) -> None:
-    result = subprocess.run(
-        proxy_argv(db_path, "exit", str(code)), input=b"x\n", capture_output=True, timeout=30,
-        check=False,
-    )  # fmt: skip
+    result = run_to_end(
+        proxy_argv(db_path, "exit", str(code)), text=False, input=b"x\n", timeout=30
+    )
     assert result.returncode == code
     assert connection_row(db_path)["exit_code"] == code
 
 
 def test_agent_killed_by_a_signal(db_path: Path) -> None:
-    result = subprocess.run(
-        proxy_argv(db_path, "kill-self", str(int(signal.SIGKILL))), input=b"x\n",
-        capture_output=True, timeout=30, check=False,
-    )  # fmt: skip
+    result = run_to_end(
+        proxy_argv(db_path, "kill-self", str(int(signal.SIGKILL))),
+        text=False,
+        input=b"x\n",
+        timeout=30,
+    )
     assert result.returncode == 128 + signal.SIGKILL
     row = connection_row(db_path)
     assert (row["status"], row["exit_signal"], row["exit_code"]) == ("signalled", 9, None)
 
 
 def test_agent_crashing_mid_stream(db_path: Path) -> None:
-    result = subprocess.run(
-        proxy_argv(db_path, "crash"), input=b"", capture_output=True, timeout=30, check=False
-    )
+    result = run_to_end(proxy_argv(db_path, "crash"), text=False, input=b"", timeout=30)
     assert result.returncode == 1
     assert result.stdout.endswith(b'\n{"jsonrpc":')
     assert b"fake agent crashed mid-stream" in result.stderr
@@ -184,10 +182,9 @@ def test_agent_crashing_mid_stream(db_path: Path) -> None:
 @pytest.mark.parametrize("ignore_term", [False, True])
 def test_agent_that_never_exits_on_eof(db_path: Path, ignore_term: bool) -> None:
     agent = ("deaf", "--ignore-term") if ignore_term else ("deaf",)
-    result = subprocess.run(
-        proxy_argv(db_path, *agent, extra=("--grace", "0.3")), input=b"", capture_output=True,
-        timeout=30, check=False,
-    )  # fmt: skip
+    result = run_to_end(
+        proxy_argv(db_path, *agent, extra=("--grace", "0.3")), text=False, input=b"", timeout=30
+    )
     expected = signal.SIGKILL if ignore_term else signal.SIGTERM
     assert result.returncode == 128 + expected
     assert b"sending SIGTERM" in result.stderr
@@ -242,11 +239,22 @@ def test_client_vanishing(db_path: Path) -> None:
 
 
 def test_missing_agent_binary(db_path: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "acp_proxy", "record", "--db", str(db_path), "--",
-         "/nonexistent/agent-binary", "--flag"],
-        input=b"", capture_output=True, timeout=30, check=False,
-    )  # fmt: skip
+    result = run_to_end(
+        [
+            sys.executable,
+            "-m",
+            "acp_proxy",
+            "record",
+            "--db",
+            str(db_path),
+            "--",
+            "/nonexistent/agent-binary",
+            "--flag",
+        ],
+        text=False,
+        input=b"",
+        timeout=30,
+    )
     assert result.returncode == 127
     assert result.stdout == b""
     assert result.stderr.count(b"\n") == 1
@@ -261,10 +269,12 @@ def test_non_executable_agent(db_path: Path, tmp_path: Path) -> None:
     script = tmp_path / "agent.sh"
     script.write_text("#!/bin/sh\necho hi\n")
     script.chmod(0o644)
-    result = subprocess.run(
+    result = run_to_end(
         [sys.executable, "-m", "acp_proxy", "record", "--db", str(db_path), "--", str(script)],
-        input=b"", capture_output=True, timeout=30, check=False,
-    )  # fmt: skip
+        text=False,
+        input=b"",
+        timeout=30,
+    )
     assert result.returncode == 126
     assert result.stderr.count(b"\n") == 1
     assert connection_row(db_path)["status"] == "spawn_failed"
@@ -273,10 +283,12 @@ def test_non_executable_agent(db_path: Path, tmp_path: Path) -> None:
 def test_unwritable_database_does_not_stop_forwarding(tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("")
-    result = subprocess.run(
-        proxy_argv(blocker / "rec.sqlite", "echo"), input=b'{"a":1}\n' * 1000,
-        capture_output=True, timeout=30, check=False,
-    )  # fmt: skip
+    result = run_to_end(
+        proxy_argv(blocker / "rec.sqlite", "echo"),
+        text=False,
+        input=b'{"a":1}\n' * 1000,
+        timeout=30,
+    )
     assert result.returncode == 0
     assert result.stdout == b'{"a":1}\n' * 1000
     assert result.stderr.count(b"\n") == 2  # the failure, then what went unrecorded
@@ -339,11 +351,24 @@ def test_sigkill_of_the_proxy_keeps_what_it_forwarded(db_path: Path) -> None:
 def test_label_and_environment_database(tmp_path: Path) -> None:
     db = tmp_path / "from-env.sqlite"
     env = {**os.environ, "ACP_PROXY_DB": str(db)}
-    result = subprocess.run(
-        [sys.executable, "-m", "acp_proxy", "record", "--label", "my-bug", "--",
-         sys.executable, FAKE_AGENT, "echo"],
-        input=b"{}\n", capture_output=True, timeout=30, env=env, check=False,
-    )  # fmt: skip
+    result = run_to_end(
+        [
+            sys.executable,
+            "-m",
+            "acp_proxy",
+            "record",
+            "--label",
+            "my-bug",
+            "--",
+            sys.executable,
+            FAKE_AGENT,
+            "echo",
+        ],
+        text=False,
+        input=b"{}\n",
+        timeout=30,
+        env=env,
+    )
     assert result.returncode == 0
     row = connection_row(db)
     assert row["label"] == "my-bug"
@@ -383,22 +408,44 @@ def test_usage_error_starts_no_agent(tmp_path: Path) -> None:
     # An option the early launch does not understand sends the command line through click,
     # which stops before any agent is started.
     pid_file = tmp_path / "agent.pid"
-    result = subprocess.run(
-        [sys.executable, "-m", "acp_proxy", "record", "--no-such-option", "--",
-         "sh", "-c", f"echo $$ > {pid_file}; exec sleep 60"],
-        input=b"", capture_output=True, timeout=30, check=False,
-    )  # fmt: skip
+    result = run_to_end(
+        [
+            sys.executable,
+            "-m",
+            "acp_proxy",
+            "record",
+            "--no-such-option",
+            "--",
+            "sh",
+            "-c",
+            f"echo $$ > {pid_file}; exec sleep 60",
+        ],
+        text=False,
+        input=b"",
+        timeout=30,
+    )
     assert result.returncode == 2
     assert b"No such option" in result.stderr
     assert not pid_file.exists()
 
 
 def test_agent_command_without_double_dash(db_path: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "acp_proxy", "record", "--db", str(db_path), sys.executable,
-         FAKE_AGENT, "echo"],
-        input=b"{}\n", capture_output=True, timeout=30, check=False,
-    )  # fmt: skip
+    result = run_to_end(
+        [
+            sys.executable,
+            "-m",
+            "acp_proxy",
+            "record",
+            "--db",
+            str(db_path),
+            sys.executable,
+            FAKE_AGENT,
+            "echo",
+        ],
+        text=False,
+        input=b"{}\n",
+        timeout=30,
+    )
     assert result.returncode == 0
     assert result.stdout == b"{}\n"
     assert [bytes(r["raw"]) for r in frames(db_path, "a2c")] == [b"{}\n"]
@@ -469,11 +516,12 @@ def test_record_check_reports_findings_live_and_stores_them(db_path: Path, tmp_p
     payload.write_bytes(
         b'{"jsonrpc":"2.0","id":77,"result":{}}\n{"jsonrpc":"2.0","id":1,"error":{"code":"bad"}}\n'
     )
-    result = subprocess.run(
+    result = run_to_end(
         proxy_argv(db_path, "emit", str(payload), extra=("--check",)),
+        text=False,
         input=b'{"jsonrpc":"2.0","id":1,"method":"_x/y","params":{}}\n',
-        capture_output=True, timeout=60, check=False,
-    )  # fmt: skip
+        timeout=60,
+    )
     assert result.returncode == 0
     assert result.stdout == payload.read_bytes()  # checking changes nothing on the wire
     lines = [line for line in result.stderr.decode().splitlines() if "check:" in line]

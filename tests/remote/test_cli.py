@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.processes import run_to_end
 from tests.support.remote_peers import Listener, env, free_port
 
 pytestmark = [pytest.mark.timeout(60)]
@@ -16,7 +17,7 @@ pytestmark = [pytest.mark.timeout(60)]
 
 def _record(tmp_path: Path, *args: str, code: int = 2) -> str:
     argv = [sys.executable, "-m", "acp_proxy", "record", "--db", str(tmp_path / "r.db"), *args]
-    done = subprocess.run(argv, capture_output=True, env=env(), timeout=30, check=False)
+    done = run_to_end(argv, text=False, env=env(), timeout=30)
     assert done.returncode == code, done.stderr
     assert done.stdout == b""
     return done.stderr.decode()
@@ -77,7 +78,7 @@ def test_without_the_extra_one_line_says_how_to_get_it(tmp_path: Path) -> None:
     )
     argv = [sys.executable, "-c", code, "record", "--db", str(tmp_path / "r.db"),
             "--listen", "127.0.0.1:0", "--upstream", "http://127.0.0.1:9/acp"]  # fmt: skip
-    done = subprocess.run(argv, capture_output=True, env=env(), timeout=30, check=False)
+    done = run_to_end(argv, text=False, env=env(), timeout=30)
     assert done.returncode == 2
     assert done.stderr.decode() == (
         "acp-proxy: remote transports need the remote extra (aiohttp missing): "

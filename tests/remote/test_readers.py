@@ -17,6 +17,7 @@ import pytest
 
 from tests.support.cli import run
 from tests.support.helpers import A2C, C2A
+from tests.support.processes import run_to_end
 from tests.support.remote_recordings import exchange, http_exchanges, http_frames, write_remote
 
 TOKEN = "sk-live-abcdefghijklmnopqrstuvwxyz0123456789"
@@ -200,15 +201,16 @@ def test_a_websocket_recording_lists_as_such(tmp_path: Path) -> None:
 def test_a_remote_recording_replays_to_a_stdio_client_one_line_per_message(
     remote_db: Path,
 ) -> None:
-    import subprocess
     import sys
 
     from tests.support.remote_recordings import DONE, INIT, INIT_OK, NEW, NEW_OK, PROMPT, UPDATE
 
-    done = subprocess.run(
+    done = run_to_end(
         [sys.executable, "-m", "acp_proxy", "replay", "--db", str(remote_db), "remote"],
-        input=INIT + NEW + PROMPT, capture_output=True, timeout=30, check=False,
-    )  # fmt: skip
+        text=False,
+        input=INIT + NEW + PROMPT,
+        timeout=30,
+    )
     assert done.stdout == INIT_OK + NEW_OK + UPDATE + DONE, done.stderr
     assert done.returncode == 0, done.stderr
 

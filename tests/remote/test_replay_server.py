@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 from tests.support.helpers import A2C, C2A, line, write_recording
+from tests.support.processes import started
 
 pytestmark = pytest.mark.timeout(60)
 SESSION = "sess_1"
@@ -79,7 +80,7 @@ def listen_to(db: Path, *options: str) -> Iterator[Listening]:
     argv = [sys.executable, "-m", "acp_proxy", "replay", "--db", str(db), *options]
     argv += ["--listen", "127.0.0.1:0", "--timeout", "10", "served"]
     quiet = subprocess.DEVNULL
-    with subprocess.Popen(argv, stdin=quiet, stdout=quiet, stderr=subprocess.PIPE) as process:
+    with started(argv, stdin=quiet, stdout=quiet, stderr=subprocess.PIPE) as process:
         try:
             assert process.stderr is not None
             said = process.stderr.readline().decode()

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.support.processes import run_to_end
 from tests.support.remote_peers import Listener, python_client, python_server, run_client
 
 pytestmark = [pytest.mark.peers, pytest.mark.timeout(120)]
 
 
 def _openssl(*args: str) -> None:
-    subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
+    run_to_end(["openssl", *args], text=False, check=True, timeout=60)
 
 
 @pytest.fixture(scope="module")

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.processes import run_to_end
+
 DRIFT = Path(__file__).resolve().parents[1] / "support" / "agents" / "drift_agent.py"
 PROXY = [sys.executable, "-m", "acp_proxy"]
 
 
 def run(*argv: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*PROXY, *argv], capture_output=True, text=True, timeout=timeout, check=False
-    )
+    return run_to_end([*PROXY, *argv], timeout=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("drive") / "r.sqlite"
     client = [sys.executable, "-m", "acp_proxy.demo.client", "--prompt", "hi", "--"]
     agent = [*PROXY, "record", "--db", str(db), "--", sys.executable, str(DRIFT), "same"]
-    done = subprocess.run([*client, *agent], capture_output=True, timeout=30, check=False)
+    done = run_to_end([*client, *agent], text=False, timeout=30)
     assert done.returncode == 0, done.stderr
     return db
 

@@ -40,6 +40,8 @@ def acp_proxy(*args: str, code: int | None = 0) -> str:
 
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Not the session's demo recording (tests/support/demo_recording.py): two labelled
+    connections made by the ``acp-proxy demo`` command itself, the first of two prompt turns."""
     db = tmp_path_factory.mktemp("mcp") / "recordings.sqlite"
     acp_proxy(
         "demo",

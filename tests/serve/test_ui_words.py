@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
+
+from tests.support.processes import run_to_end
 
 FORMAT = Path(__file__).parents[2] / "acp_proxy" / "serve" / "ui" / "static" / "format.js"
 
@@ -18,8 +19,7 @@ def test_counted_is_singular_for_one_only() -> None:
         "console.log(JSON.stringify([0, 1, 2, 12000].map((n) => counted(n, 'row')).concat("
         "[counted(1, 'entry', 'entries'), counted(3, 'entry', 'entries')])));\n"
     )
-    done = subprocess.run([node, "--input-type=module", "-e", script], capture_output=True,
-                          text=True, timeout=30, check=True)  # fmt: skip
+    done = run_to_end([node, "--input-type=module", "-e", script], timeout=30, check=True)
     assert json.loads(done.stdout) == [
         "0 rows", "1 row", "2 rows", "12,000 rows", "1 entry", "3 entries",
     ]  # fmt: skip

@@ -1,6 +1,7 @@
 """A real-peer session seeded with secrets, bundled: the bundle holds none of them.
 
-The demo client and agent (official ACP Python SDK) talk through ``acp-proxy record``, with
+The demo client and agent (official ACP Python SDK) talk through ``acp-proxy record`` (the
+session's demo recording, tests/support/demo_recording.py), with
 secrets in the prompt, in an environment variable of the agent (whose value also sits in the
 file the client serves, as a pasted ``.env`` would) and in that file. The check that the bundle
 is clean is a plain substring search over every byte of every unzipped member, independent of
@@ -13,20 +14,26 @@ import json
 import os
 import stat
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
+from tests.support.demo_recording import (
+    AGENT,
+    ANTHROPIC,
+    EMAIL,
+    ENV_VALUE,
+    GITHUB,
+    LABEL,
+    USER,
+    DemoRecording,
+    client,
+)
 from tests.support.processes import acp_proxy as run_acp_proxy
+from tests.support.processes import acp_proxy_argv
+from tests.support.processes import run_to_end as run_command
 from tests.support.schemas import installed_schemas
-
-GITHUB = "ghp_" + "R3dact" * 6  # in the prompt
-ANTHROPIC = "sk-ant-api03-" + "Zq7" * 15  # in the served file
-ENV_VALUE = "mellow-harbor-7391-quartz"  # the agent's MY_API_TOKEN: no known shape
-EMAIL = "dana.lee@example.net"  # in the served file
-USER = "alice"
 
 
 def run(
@@ -39,38 +46,23 @@ def run(
 
 
 @pytest.fixture(scope="module")
-def session(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    root = tmp_path_factory.mktemp("bug")
-    home = root / "home" / USER
-    project = home / "project"
-    project.mkdir(parents=True)
-    (project / "settings.env").write_text(
-        f"MY_API_TOKEN={ENV_VALUE}\nANTHROPIC_API_KEY={ANTHROPIC}\n# ask {EMAIL}\n"
-    )
-    env = {**os.environ, "HOME": str(home), "USER": USER, "MY_API_TOKEN": ENV_VALUE}
-    env.pop("ACP_PROXY_SCHEMAS", None)
-    env["XDG_CACHE_HOME"] = str(installed_schemas().parents[2])  # the schemas the project installs
-    db = root / "rec.sqlite"
-    proxy = [sys.executable, "-m", "acp_proxy", "record", "--db", str(db), "--label", "bug"]
-    agent = [sys.executable, "-m", "acp_proxy.demo.agent"]
-    client = [sys.executable, "-m", "acp_proxy.demo.client", "--file", "settings.env"]
-    client += ["--prompt", f"My token {GITHUB} stopped working, see the file"]
-    done = subprocess.run(
-        [*client, "--", *proxy, "--", *agent], cwd=project, env=env, capture_output=True,
-        text=True, timeout=60, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    exported = run(["export", "--db", str(db), "bug", "--format", "jsonl"], env, root).stdout
+def session(demo_recording: DemoRecording) -> tuple[Path, dict[str, str]]:
+    """The demo recording and its user's environment; the seeded secrets are there."""
+    db, env = demo_recording.db, demo_recording.env
+    export = ["export", "--db", str(db), LABEL, "--format", "jsonl"]
+    exported = run(export, env, demo_recording.project).stdout
     for secret in (GITHUB, ANTHROPIC, ENV_VALUE, EMAIL, f"/{USER}/"):
         assert secret in exported, f"the session should hold {secret!r} before redaction"
-    return root, env
+    return db, env
 
 
-def test_the_bundle_holds_none_of_the_secrets(session: tuple[Path, dict[str, str]]) -> None:
-    root, env = session
-    bundle, keep = root / "report.acpbundle", root / "private-map.json"
-    args = ["bundle", "--db", str(root / "rec.sqlite"), "bug", "-o", str(bundle)]
-    run([*args, "--keep-map", str(keep)], env, root)
+def test_the_bundle_holds_none_of_the_secrets(
+    session: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    db, env = session
+    bundle, keep = tmp_path / "report.acpbundle", tmp_path / "private-map.json"
+    args = ["bundle", "--db", str(db), LABEL, "-o", str(bundle)]
+    run([*args, "--keep-map", str(keep)], env, tmp_path)
     with zipfile.ZipFile(bundle) as opened:
         names = opened.namelist()
         members = {name: opened.read(name) for name in names}
@@ -99,72 +91,57 @@ def test_the_bundle_holds_none_of_the_secrets(session: tuple[Path, dict[str, str
     assert manifest["check"]["schemas"]["version"] == installed_schemas().name  # not a folder
     assert "/home/[redacted:user:1]/project" in members["frames.jsonl"].decode()
     assert "## Session" in members["transcript.md"].decode()
-    assert run(["redact", "--verify", str(bundle)], env, root).returncode == 0
+    assert run(["redact", "--verify", str(bundle)], env, tmp_path).returncode == 0
 
 
 def test_a_bundle_is_a_ref_for_show_export_check_and_import(
-    session: tuple[Path, dict[str, str]],
+    session: tuple[Path, dict[str, str]], tmp_path: Path
 ) -> None:
-    root, env = session
-    bundle = root / "plain.acpbundle"
+    db, env = session
+    bundle = tmp_path / "plain.acpbundle"
     run(
-        ["bundle", "--db", str(root / "rec.sqlite"), "bug", "-o", str(bundle), "--drop-contents"],
+        ["bundle", "--db", str(db), LABEL, "-o", str(bundle), "--drop-contents"],
         env,
-        root,
+        tmp_path,
     )
-    shown = run(["show", str(bundle), "--method", "fs/*"], env, root).stdout
+    shown = run(["show", str(bundle), "--method", "fs/*"], env, tmp_path).stdout
     assert "fs/read_text_file" in shown
     assert "[redacted:content:1]" in shown
-    markdown = run(["export", str(bundle), "--format", "markdown"], env, root).stdout
+    markdown = run(["export", str(bundle), "--format", "markdown"], env, tmp_path).stdout
     assert "[redacted:api-key:1]" not in markdown
     assert GITHUB not in markdown
-    checked = run(["check", str(bundle), "--ignore", "ACP000"], env, root)
+    checked = run(["check", str(bundle), "--ignore", "ACP000"], env, tmp_path)
     assert "clean" in checked.stdout
-    run(["import", "--db", str(root / "other.sqlite"), str(bundle)], env, root)
+    run(["import", "--db", str(tmp_path / "other.sqlite"), str(bundle)], env, tmp_path)
 
 
 def test_verify_fails_on_the_unredacted_export_and_redact_export_is_clean(
-    session: tuple[Path, dict[str, str]],
+    session: tuple[Path, dict[str, str]], tmp_path: Path
 ) -> None:
-    root, env = session
-    plain, clean = root / "plain.jsonl", root / "clean.jsonl"
-    run(["export", "--db", str(root / "rec.sqlite"), "bug", "-o", str(plain)], env, root)
-    found = run(["redact", "--verify", str(plain)], env, root, check=False)
+    db, env = session
+    plain, clean = tmp_path / "plain.jsonl", tmp_path / "clean.jsonl"
+    run(["export", "--db", str(db), LABEL, "-o", str(plain)], env, tmp_path)
+    found = run(["redact", "--verify", str(plain)], env, tmp_path, check=False)
     assert found.returncode == 1
     for secret in (GITHUB, ANTHROPIC, ENV_VALUE, EMAIL):
         assert secret not in found.stdout
     assert "github-token" in found.stdout
     assert "env" in found.stdout
     assert "email" in found.stdout
-    run(
-        ["export", "--db", str(root / "rec.sqlite"), "bug", "--redact", "-o", str(clean)], env, root
-    )
-    assert run(["redact", "--verify", str(clean)], env, root).returncode == 0
+    run(["export", "--db", str(db), LABEL, "--redact", "-o", str(clean)], env, tmp_path)
+    assert run(["redact", "--verify", str(clean)], env, tmp_path).returncode == 0
 
 
 def test_a_redacted_recording_replays_to_the_same_real_client(
-    session: tuple[Path, dict[str, str]],
+    demo_recording: DemoRecording, tmp_path: Path
 ) -> None:
-    root, env = session
-    bundle = root / "replay.acpbundle"
-    run(["bundle", "--db", str(root / "rec.sqlite"), "bug", "-o", str(bundle)], env, root)
-    project = root / "home" / USER / "project"
-    prompt = f"My token {GITHUB} stopped working, see the file"
-    client = [
-        sys.executable,
-        "-m",
-        "acp_proxy.demo.client",
-        "--file",
-        "settings.env",
-        "--prompt",
-        prompt,
-    ]
-    direct = subprocess.run(
-        [*client, "--", sys.executable, "-m", "acp_proxy.demo.agent"], cwd=project, env=env,
-        capture_output=True, text=True, timeout=60, check=True,
-    )  # fmt: skip
-    replayed = subprocess.run(
-        [*client, "--", sys.executable, "-m", "acp_proxy", "replay", str(bundle)], cwd=project,
-        env=env, capture_output=True, text=True, timeout=60, check=True,
-    )  # fmt: skip
+    db, env, project = demo_recording.db, demo_recording.env, demo_recording.project
+    bundle = tmp_path / "replay.acpbundle"
+    run(["bundle", "--db", str(db), LABEL, "-o", str(bundle)], env, tmp_path)
+    direct = run_command([*client(), *AGENT], cwd=project, env=env)
+    assert direct.returncode == 0, direct.stderr
+    replayed = run_command(
+        [*client(), *acp_proxy_argv("replay", str(bundle))], cwd=project, env=env
+    )
+    assert replayed.returncode == 0, replayed.stderr
     assert replayed.stdout == direct.stdout

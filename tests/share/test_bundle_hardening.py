@@ -24,6 +24,7 @@ import pytest
 from tests.support.fixtures_acp import V1_CONVERSATION
 from tests.support.helpers import write_recording
 from tests.support.processes import acp_proxy as run_acp_proxy
+from tests.support.processes import run_to_end
 from tests.support.schemas import installed_schemas
 
 READERS = [
@@ -54,10 +55,11 @@ def acp_proxy(
 
 def measured(peak_file: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``acp_proxy(*args)``, its peak resident memory written to ``peak_file``."""
-    return subprocess.run(
-        [sys.executable, "-c", MEASURED, str(peak_file), *args], capture_output=True,
-        text=True, timeout=60, check=False, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    return run_to_end(
+        [sys.executable, "-c", MEASURED, str(peak_file), *args],
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,7 @@ from acp_proxy.protocol.observer import FRAME_COLUMNS
 from acp_proxy.store import captures
 from acp_proxy.store.importer import ImportRefused, import_jsonl
 from tests.support.helpers import observe_all
+from tests.support.processes import run_to_end
 
 CAPTURES = Path(__file__).resolve().parents[1] / "support" / "captures"
 FILES = {
@@ -206,10 +207,9 @@ def test_the_same_capture_twice_is_refused(tmp_path: Path) -> None:
 
 
 def _cli(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "acp_proxy", *args], input=stdin, capture_output=True,
-        timeout=30, check=False, cwd=REPO,
-    )  # fmt: skip
+    return run_to_end(
+        [sys.executable, "-m", "acp_proxy", *args], text=False, input=stdin, timeout=30, cwd=REPO
+    )
 
 
 def _client_bytes() -> bytes:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from acp_proxy.inspect.export import export
 from acp_proxy.store import readers as store_read
 from tests.support.fixtures_acp import V1_CONVERSATION
 from tests.support.helpers import write_recording
+from tests.support.processes import run_to_end
 
 
 @pytest.fixture
@@ -63,10 +63,9 @@ def test_a_value_that_does_not_fit_its_column_is_refused(
     path.write_text(_spoil(lines, where, column, value))
     target = tmp_path / "target.sqlite"
     for args in (["import", str(path)], ["show", str(path)]):
-        done = subprocess.run(
-            [sys.executable, "-m", "acp_proxy", *args, "--db", str(target)],
-            capture_output=True, text=True, timeout=30, check=False,
-        )  # fmt: skip
+        done = run_to_end(
+            [sys.executable, "-m", "acp_proxy", *args, "--db", str(target)], timeout=30
+        )
         assert (done.returncode, done.stdout) == (2, ""), (args, done.stderr)
         assert "Traceback" not in done.stderr
         assert done.stderr.count("\n") == 1

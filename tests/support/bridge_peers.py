@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.support.processes import started
+
 TOOLS = Path(__file__).parent / "tools"
 START_TIMEOUT = 20.0
 
@@ -56,7 +58,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 def python_server(examples: Path, log: Path) -> Iterator[Server]:
     argv = [sys.executable, str(TOOLS / "asgi_tap.py"), str(log)]
     argv.append(f"{examples / 'http_server.py'}:app")
-    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as process:
+    with started(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as process:
         try:
             assert process.stdout is not None
             port = process.stdout.readline().strip().decode()
@@ -77,7 +79,7 @@ def ts_server(node: str, sdk: Path) -> Iterator[Server]:
     port = free_port()
     env = {**os.environ, "PORT": str(port)}
     script = sdk / "dist" / "examples" / "http-server.js"
-    with subprocess.Popen([node, str(script)], env=env, stdout=subprocess.PIPE,
+    with started([node, str(script)], env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.DEVNULL) as process:  # fmt: skip
         try:
             assert process.stdout is not None

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.processes import run_to_end
+
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = Path(__file__).parent / "tools"
 START_S = 20
@@ -110,10 +112,9 @@ TS_TEARDOWN_FAILURE = b"ERR_INVALID_STATE]: Invalid state: WritableStream is loc
 def run_client(
     argv: list[str], extra: dict[str, str], timeout: float = 60, *, teardown_may_fail: bool = False
 ) -> str:
-    done = subprocess.run(
-        argv, stdin=subprocess.DEVNULL, capture_output=True, env={**env(), **extra},
-        timeout=timeout, check=False,
-    )  # fmt: skip
+    done = run_to_end(
+        argv, text=False, stdin=subprocess.DEVNULL, env={**env(), **extra}, timeout=timeout
+    )
     output = done.stdout.decode("utf-8", "replace")
     if teardown_may_fail and done.returncode == 1 and TS_TEARDOWN_FAILURE in done.stderr:
         return output

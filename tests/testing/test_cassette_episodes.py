@@ -17,15 +17,14 @@ import pytest
 
 from acp_proxy.store.importer import ImportRefused, import_jsonl
 from acp_proxy.testing.cassette_episodes import repeats, split
+from tests.support.processes import run_to_end
 
 DRIFT = Path(__file__).resolve().parents[1] / "support" / "agents" / "drift_agent.py"
 PROXY = [sys.executable, "-m", "acp_proxy"]
 
 
 def run(*argv: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [*PROXY, *argv], input=stdin, capture_output=True, timeout=60, check=False
-    )
+    return run_to_end([*PROXY, *argv], text=False, input=stdin, timeout=60)
 
 
 def client(prompt: str) -> list[str]:
@@ -35,7 +34,7 @@ def client(prompt: str) -> list[str]:
 def record(db: Path, prompt: str, mode: str = "same") -> bytes:
     """One conversation recorded into ``db``; returns its JSONL export."""
     agent = [*PROXY, "record", "--db", str(db), "--", sys.executable, str(DRIFT), mode]
-    done = subprocess.run([*client(prompt), *agent], capture_output=True, timeout=60, check=False)
+    done = run_to_end([*client(prompt), *agent], text=False, timeout=60)
     assert done.returncode == 0, done.stderr
     exported = run("export", "--db", str(db), "--format", "jsonl", "last")
     assert exported.returncode == 0, exported.stderr
@@ -117,9 +116,7 @@ def test_replay_to_agent_drives_every_episode(
 def test_replay_follows_the_episode_the_client_lives(two: Path) -> None:
     for prompt, episode in (("hi", b"episode 1:"), ("bye", b"episode 1 then 2:")):
         replay = [*PROXY, "replay", str(two)]
-        done = subprocess.run(
-            [*client(prompt), *replay], capture_output=True, timeout=60, check=False
-        )
+        done = run_to_end([*client(prompt), *replay], text=False, timeout=60)
         assert done.returncode == 0, done.stderr
         assert episode in done.stderr
     done = run("replay", "--session", "s-1", str(two))
@@ -149,9 +146,7 @@ def test_repeats_compares_client_sides_as_diff_does(episodes: list[bytes]) -> No
 
 def test_go_live_with_an_agent_that_cannot_start_fails(tmp_path: Path, two: Path) -> None:
     replay = [*PROXY, "replay", str(two), "--go-live", "--", "/no/such/agent"]
-    done = subprocess.run(
-        [*client("something new"), *replay], capture_output=True, timeout=60, check=False
-    )
+    done = run_to_end([*client("something new"), *replay], text=False, timeout=60)
     assert done.returncode == 1
     assert b"the real agent could not take over: cannot run '/no/such/agent'" in done.stderr
     assert b"command not found" in done.stderr

@@ -7,13 +7,17 @@ drift agent (tests/support/agents/drift_agent.py), whose answers change with ``D
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.processes import run_to_end
+
 pytest_plugins = ["pytester"]
+# Each test runs whole pytest sessions that record and replay real conversations, several in a
+# row: longer than the suite's per-test default, bounded all the same.
+pytestmark = pytest.mark.timeout(180)
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "tests" / "examples"
@@ -128,7 +132,7 @@ def test_a_cassette_imports_into_a_database(tmp_path: Path) -> None:
     cassette = EXAMPLES / "cassettes" / "demo-agent.jsonl"
     db = tmp_path / "r.sqlite"
     argv = [sys.executable, "-m", "acp_proxy", "import", "--db", str(db), str(cassette)]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    done = run_to_end(argv, timeout=30)
     assert done.returncode == 0, done.stderr
 
 

@@ -14,6 +14,9 @@ import pytest
 from acp_proxy.testing.cassette_episodes import split
 
 pytest_plugins = ["pytester"]
+# Each test runs whole pytest sessions that record and replay real conversations, several in a
+# row: longer than the suite's per-test default, bounded all the same.
+pytestmark = pytest.mark.timeout(180)
 
 DRIFT = Path(__file__).resolve().parents[1] / "support" / "agents" / "drift_agent.py"
 
