@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from acp_proxy.cli.main import main as cli
 from tests.support.fixtures_acp import V1_CONVERSATION
 from tests.support.helpers import tamper_frame, write_recording
+from tests.support.processes import run_to_end
 
 # (seq, column, SQL value): the prompt request, the "Hello" update (replay sends it verbatim),
 # a tool call update, the session/new response, the initialize response, the session/new
@@ -123,10 +124,12 @@ def test_replay_refuses_a_wrong_column_before_it_sends_a_byte(
 ) -> None:
     seq, column, value = tampering
     path = _tampered(clean, tmp_path, seq, column, value)
-    done = subprocess.run(
+    done = run_to_end(
         [sys.executable, "-m", "acp_proxy", "replay", "--db", str(path), "1"],
-        check=False, stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
-    )  # fmt: skip
+        text=False,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
     said = done.stderr.decode()
     assert done.stdout == b""
     assert _refused(done.returncode, said, column, _where(seq, column)), (done.returncode, said)

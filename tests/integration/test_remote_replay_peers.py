@@ -183,10 +183,10 @@ def assert_recorded_as_served(db: Path, websocket: bool) -> None:
         assert {("c2a", "post"), ("a2c", "post_answer")} <= streams
         assert streams <= {("c2a", "post"), ("a2c", "post_answer"), ("a2c", "connection_sse"),
                            ("a2c", "session_sse")}  # fmt: skip
-    checked = subprocess.run(
+    checked = run_to_end(
         [*PROXY, "check", "--db", str(db), "--select", "TRN", "--format", "json", "2"],
-        env=run_env({}), capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        env=run_env({}),
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert json.loads(checked.stdout)["findings"] == []
 

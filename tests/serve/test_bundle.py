@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import shutil
 import socket
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,13 +16,13 @@ import pytest
 from acp_proxy.serve.ui.app import STATIC, _assets
 from acp_proxy.serve.ui.bundle import BundleError, bundle
 from acp_proxy.serve.ui.server import bind
+from tests.support.processes import run_to_end
 
 
 def node(*args: str) -> str:
     if shutil.which("node") is None:
         pytest.fail("node is missing: .ci/install-node-peers installs it")
-    done = subprocess.run(["node", *args], check=False, capture_output=True, text=True,
-                          timeout=30)  # fmt: skip
+    done = run_to_end(["node", *args], timeout=30)
     assert done.returncode == 0, done.stderr
     return done.stdout
 

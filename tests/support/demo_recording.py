@@ -24,12 +24,11 @@ for the MCP tools' diff, listing order and turn paging. Tests whose subject is a
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.processes import acp_proxy_argv
+from tests.support.processes import acp_proxy_argv, run_to_end
 from tests.support.schemas import installed_schemas
 
 REPO = Path(__file__).resolve().parents[2]
@@ -89,9 +88,6 @@ def record(root: Path) -> DemoRecording:
     env = user_env(home)
     db = root / "rec.sqlite"
     proxy = acp_proxy_argv("record", "--db", str(db), "--label", LABEL, "--")
-    done = subprocess.run(
-        [*client(), *proxy, *AGENT], cwd=project, env=env, capture_output=True, text=True,
-        stdin=subprocess.DEVNULL, timeout=60, check=False,
-    )  # fmt: skip
+    done = run_to_end([*client(), *proxy, *AGENT], cwd=project, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     return DemoRecording(db, project, env)
