@@ -23,7 +23,7 @@ from typing import Any
 from acp_proxy.errors import RecordingError
 from acp_proxy.protocol.acp import COMPACTION_KINDS, LIVE_ONLY_UPDATE_KINDS, SESSION_UPDATE
 from acp_proxy.store.database import connect
-from acp_proxy.store.frame_types import Layout, mistyped_sql
+from acp_proxy.store.frame_types import Layout
 from acp_proxy.store.frames import Scope, scope
 from acp_proxy.store.values import RecordedFrame, ScriptRow
 
@@ -38,14 +38,16 @@ _SELECT = (
 )
 # Our own constants, never input: the update kinds replay does not send verbatim.
 _KEPT = ", ".join(f"'{kind}'" for kind in sorted(LIVE_ONLY_UPDATE_KINDS | COMPACTION_KINDS))
-_NAMES = _COLUMNS.split(", ")
-_LAYOUT = Layout(_NAMES)
-# Never NULL, so that NOT _VERBATIM is exactly the other frames; a frame whose columns are not
-# all of their types is one of the others, and so checked in full.
+_LAYOUT = Layout(_COLUMNS.split(", "))
+# Never NULL, so that NOT _VERBATIM is exactly the other frames. A verbatim row is typed: the
+# equalities hold only for text (direction, kind, method) and NULL (request_seq), and the
+# columns it is made of (seq, mono_ns, raw) and its update kind are tested; a frame that fails
+# any of it is one of the others, and so checked in full (frame_types.py).
 _VERBATIM = (
     f"(direction = 'a2c' AND kind = 'notification' AND method IS '{SESSION_UPDATE}' "
-    f"AND request_seq IS NULL AND update_kind IS NOT NULL AND update_kind NOT IN ({_KEPT}) "
-    f"AND NOT {mistyped_sql(_NAMES)})"
+    f"AND request_seq IS NULL AND typeof(update_kind) = 'text' "
+    f"AND update_kind NOT IN ({_KEPT}) "
+    "AND typeof(seq) = 'integer' AND typeof(mono_ns) = 'integer' AND typeof(raw) = 'blob')"
 )
 _SELECT_SCRIPT = (  # Verbatim rows: (seq, mono_ns, raw, 1); 0 in the last column: look it up
     f"SELECT seq, mono_ns, raw, {_VERBATIM} FROM frame "

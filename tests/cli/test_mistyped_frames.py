@@ -22,7 +22,7 @@ from tests.support.helpers import tamper_frame, write_recording
 
 # (seq, column, SQL value): the prompt request, the "Hello" update (replay sends it verbatim),
 # a tool call update, the session/new response, the initialize response, the session/new
-# request.
+# request, a thought chunk (verbatim too) whose update kind is a blob.
 TAMPERINGS = [
     (6, "kind", "X'00'"),
     (6, "mono_ns", "'soon'"),
@@ -33,6 +33,7 @@ TAMPERINGS = [
     (2, "session_id", "X'73'"),
     (6, "method", "X'00'"),
     (4, "raw", "NULL"),
+    (7, "update_kind", "X'6E6F74696365'"),
 ]
 # Readers of every column of every frame: they must refuse each tampering.
 WHOLE = [

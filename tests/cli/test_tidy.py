@@ -133,8 +133,8 @@ def test_prune_and_delete_never_touch_a_live_connection(db_path: Path) -> None:
 
 
 def test_a_running_row_whose_proxy_is_gone_is_not_live() -> None:
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
+    with started([sys.executable, "-c", "pass"]) as dead:
+        dead.wait()
     row = tidy.Candidate(1, None, 0, "running", dead.pid)
     assert not tidy.is_live(row)
     assert tidy.is_live(tidy.Candidate(1, None, 0, "running", os.getpid()))

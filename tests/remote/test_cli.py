@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import run_to_end
+from tests.support.processes import run_to_end, started
 from tests.support.remote_peers import Listener, env, free_port
 
 pytestmark = [pytest.mark.timeout(60)]
@@ -92,9 +92,9 @@ def test_another_address_than_loopback_is_warned_about(tmp_path: Path) -> None:
     assert not [line for line in loopback.stderr_lines if "not a loopback" in line]
     argv = [sys.executable, "-m", "acp_proxy", "record", "--db", str(tmp_path / "r.db"),
             "--listen", "0.0.0.0:0", "--upstream", "http://127.0.0.1:9/acp"]  # fmt: skip
-    process = subprocess.Popen(argv, stderr=subprocess.PIPE, env=env())
-    assert process.stderr is not None
-    first = process.stderr.readline().decode()
-    process.terminate()
-    process.communicate(timeout=30)
+    with started(argv, stderr=subprocess.PIPE, env=env()) as process:
+        assert process.stderr is not None
+        first = process.stderr.readline().decode()
+        process.terminate()
+        process.communicate(timeout=30)
     assert "listening on 0.0.0.0, which is not a loopback address" in first

@@ -8,6 +8,7 @@ import base64
 import hashlib
 import json
 import re
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -342,3 +343,21 @@ def test_a_shared_answer_never_hides_a_grown_index(db_path: Path, serve_ui: Any)
         again = get(served, "api/connections/1/rows").json()
         assert again["total"] == grown["total"] == 9000
         assert again["caught_up"]
+
+
+def test_no_websocket_is_served(served: Served) -> None:
+    # The page's live stream is server-sent events: a websocket handshake is not taken up (the
+    # server loads no websocket protocol, so its first answers wait for no such import).
+    with socket.create_connection(("127.0.0.1", served.port), timeout=10) as conn:
+        conn.sendall(
+            f"GET /{served.token}/api/info HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\n"
+            "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n".encode()
+        )
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            part = conn.recv(4096)
+            if not part:
+                break
+            answer += part
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:200]

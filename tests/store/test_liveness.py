@@ -23,6 +23,7 @@ from acp_proxy.store.database import connect
 from acp_proxy.store.writer import NewConnection, RecordingWriter
 from tests.support.fixtures_acp import V1_CONVERSATION
 from tests.support.helpers import observe_all, write_recording
+from tests.support.processes import started
 
 
 def _records() -> list[FrameRecord]:
@@ -64,8 +65,8 @@ def test_the_writing_process_is_named_until_it_is_done(db_path: Path) -> None:
 
 
 def _dead_pid() -> int:
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
+    with started([sys.executable, "-c", "pass"]) as dead:
+        dead.wait()
     return dead.pid
 
 

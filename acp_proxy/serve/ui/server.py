@@ -7,7 +7,8 @@ Rules:
   ``record`` stdout is the protocol channel.
 - ``watch_pid``: serve only while that process lives (``record --ui`` starts the server as a
   child process and it ends with the recording's proxy).
-- uvicorn logs only warnings; no access log (paths carry the token).
+- uvicorn logs only warnings; no access log (paths carry the token). The address is said once
+  the server is ready to answer (its protocol loaded); no websockets are served.
 """
 
 from __future__ import annotations
@@ -71,10 +72,15 @@ def serve(make_app: Callable[[str, int], Any], options: ServeOptions, report: Re
     if options.host not in (LOOPBACK, "localhost", "::1"):
         report(f"warning: serving on {options.host}, not loopback: anyone who can reach it and "
                "has the token can read every recording in the database")  # fmt: skip
-    report(f"ui at {url}")
+    # No websockets (the page's live stream is server-sent events), so uvicorn imports no
+    # websockets protocol; loaded before the address is said, so that the first page's
+    # requests wait for nothing of the server's start.
     config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=1
-    )
+        app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=1,
+        http="h11", ws="none",
+    )  # fmt: skip
+    config.load()
+    report(f"ui at {url}")
     server = uvicorn.Server(config)
     if options.open_browser:
         import webbrowser
