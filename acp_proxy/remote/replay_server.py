@@ -512,11 +512,14 @@ async def _serve(listener: Listener, sock: socket.socket) -> int | None:
     import hypercorn.asyncio
     from hypercorn.config import Config
 
+    from acp_proxy.remote.serve import CLIENT_KEEP_ALIVE_SECONDS
+
     config = Config()
     config.bind = [f"fd://{sock.fileno()}"]
     config.accesslog = None
     config.errorlog = "-" if os.environ.get("ACP_PROXY_DEBUG_HYPERCORN") else None
     config.graceful_timeout = STOP_GRACE
+    config.keep_alive_timeout = CLIENT_KEEP_ALIVE_SECONDS  # record --listen's reason
     received: list[int] = []
     with anyio.open_signal_receiver(*STOPPING) as signals:
         async with anyio.create_task_group() as tasks:

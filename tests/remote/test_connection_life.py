@@ -14,6 +14,7 @@ import h11
 import httpx
 import pytest
 
+from tests.remote.test_replay_server import listen_to
 from tests.support.polling import until
 from tests.support.remote_peers import Listener, fake_agent
 
@@ -71,6 +72,18 @@ def test_a_kept_alive_socket_outlives_the_clients_pools(tmp_path: Path) -> None:
         assert _exchange(sock, conn, post, INITIALIZE) == 200
         time.sleep(CLIENT_POOL_S + 1)  # idle past what a client's pool keeps
         assert _exchange(sock, conn, post, INITIALIZE) == 200
+
+
+def test_replay_listen_keeps_idle_sockets_as_long(tmp_path: Path) -> None:
+    for listening in listen_to(tmp_path / "r.sqlite"):
+        with socket.create_connection(("127.0.0.1", _port(listening.url))) as sock:
+            conn = h11.Connection(h11.CLIENT)
+            elsewhere = h11.Request(method="GET", target="/elsewhere", headers=[("host", "x")])
+            first = _exchange(sock, conn, elsewhere, b"")
+            assert first != 0
+            time.sleep(CLIENT_POOL_S + 1)  # idle past what a client's pool keeps
+            assert _exchange(sock, conn, elsewhere, b"") == first
+        listening.stop()
 
 
 def test_a_slow_reader_holds_the_upstream_back_and_gets_everything(tmp_path: Path) -> None:
