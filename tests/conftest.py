@@ -1,11 +1,18 @@
 """Fixtures shared by every test module: a database path, the official SDKs' peers on disk
 (``.peers/``, or ``ACP_PROXY_PEERS_DIR``) for the integration and inspector tests, and the demo
-recording (tests/support/demo_recording.py), made once per session."""
+recording (tests/support/demo_recording.py), made once per session.
+
+Ctrl-C as a terminal delivers it: a run started as a background job inherits SIGINT ignored,
+and every process the tests start would inherit that too (Python then installs no
+KeyboardInterrupt), so the tests that send SIGINT to a command would test nothing. The default
+is put back here, before any test starts a process.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import sys
 import tarfile
 import tempfile
@@ -15,6 +22,9 @@ import pytest
 
 from tests.support import demo_recording as demo
 from tests.support.processes import run_to_end
+
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parents[1]
 PY_SDK = "agent-client-protocol"
