@@ -4,8 +4,9 @@ recording (tests/support/demo_recording.py), made once per session.
 
 Ctrl-C as a terminal delivers it: a run started as a background job inherits SIGINT ignored,
 and every process the tests start would inherit that too (Python then installs no
-KeyboardInterrupt), so the tests that send SIGINT to a command would test nothing. The default
-is put back here, before any test starts a process.
+KeyboardInterrupt), so the tests that send SIGINT to a command would fail for how the run was
+started, not for what the command does. The default is put back here, before any test starts a
+process.
 """
 
 from __future__ import annotations
