@@ -9,6 +9,10 @@ Rules:
   bytes it can answer, and the answer must never get an earlier place in the timeline.
 - A destination that goes away (EPIPE) stops the forwarding, not the reading: what the peer
   still says is recorded.
+- Told to stop, a loop still passes on every byte its source held at that moment (the kernel
+  says how many), then returns: an agent's last words written just before it exited are
+  never cut off, however late the thread gets to run, and a grandchild that keeps writing
+  cannot keep the loop going.
 - The threads start as soon as the agent is spawned, before the rest of ``record`` is even
   imported; the relay then owns them: it waits for every one of them and ends them through
   the stop pipe. No thread is ever left blocked.
@@ -17,12 +21,15 @@ Rules:
 
 from __future__ import annotations
 
+import array
 import contextlib
 import errno
+import fcntl
 import os
 import select
 import stat
 import subprocess
+import termios
 import threading
 import time
 
@@ -39,6 +46,20 @@ def _write_all(fd: int, data: memoryview) -> None:
             data = data[os.write(fd, data) :]
         except BlockingIOError:  # somebody made our destination non-blocking: wait for room
             select.select([], [fd], [])
+
+
+def _held_now(fd: int) -> int:
+    """How many bytes ``fd`` holds unread right now (0 where the kernel cannot say)."""
+    count = array.array("i", [0])
+    try:
+        fcntl.ioctl(fd, termios.FIONREAD, count)
+    except OSError:
+        return 0
+    return max(0, count[0])
+
+
+def _told_to_stop(ready: list[tuple[int, int]], stop_fd: int) -> bool:
+    return any(fd == stop_fd for fd, _ in ready)
 
 
 def pump(
@@ -65,23 +86,33 @@ def pump(
     nonblocking = os.get_blocking(source) and (stat.S_ISFIFO(kind) or stat.S_ISSOCK(kind))
     if nonblocking:
         os.set_blocking(source, False)
+    target: bytearray | memoryview = buffer
+    left = -1  # once told to stop: the bytes the source held then, still to pass on
     try:
         while True:
-            if not nonblocking:  # a blocking source: wait for it (or the stop pipe) first
+            if left < 0 and not nonblocking:  # a blocking source: wait for it (or stop) first
                 ready = poller.poll()
-                if len(ready) > 1 or ready[0][0] == stop_fd:
-                    break
+                if _told_to_stop(ready, stop_fd):
+                    left = _held_now(source)
+            if left == 0:
+                break
+            if left > 0:  # never read past what was there when told to stop
+                target = whole[: min(left, CHUNK_SIZE)]
             try:
-                size = readv(source, (buffer,))
+                size = readv(source, (target,))
             except BlockingIOError:
-                ready = poller.poll()
-                if len(ready) > 1 or ready[0][0] == stop_fd:
+                if left >= 0:
                     break
+                ready = poller.poll()
+                if _told_to_stop(ready, stop_fd):
+                    left = _held_now(source)
                 continue
             except OSError:
                 size = 0
             if not size:
                 break
+            if left > 0:
+                left -= size
             chunk = whole[:size]
             put(direction, monotonic_ns(), chunk)
             if forwarding:
