@@ -21,11 +21,14 @@ import signal
 import stat
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.wire import LineSplitter
 from acp_proxy.replay.modes import Actions, Conversation
+
+if TYPE_CHECKING:  # only --record brings the tap in
+    from acp_proxy.record.tap import Tap
 
 READ_SIZE = 65536
 YIELD_AFTER = 1 << 20  # bytes written to a client that keeps up before anything else runs
@@ -75,6 +78,37 @@ def write_slice(fd: int) -> int:
     if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd):
         return select.PIPE_BUF
     return 1 << 20
+
+
+class ClientSide:
+    """The client as both shells keep it: the bytes queued for it, when it last took some,
+    whether it is gone, and the tap (``--record``) that sees each chunk read from it when read
+    and each chunk for it when queued, as ``record`` does. A shell adds how it waits."""
+
+    def __init__(self, stdin_fd: int, stdout_fd: int, tap: Tap | None) -> None:
+        self.stdin_fd, self.stdout_fd, self.tap = stdin_fd, stdout_fd, tap
+        self.pending = bytearray()
+        self.progress = time.monotonic_ns()
+        self.gone = False  # its end of stdout is closed (or stdout failed)
+        self._slice = write_slice(stdout_fd)
+        self._writable = select.poll()
+        self._writable.register(stdout_fd, select.POLLOUT)
+
+    def send(self, data: bytes, now: int) -> None:
+        """Queue bytes for the client."""
+        if self.tap is not None:
+            self.tap.put(Direction.AGENT_TO_CLIENT, now, data)
+        if not self.pending:
+            self.progress = now
+        self.pending += data
+
+    def input_of(self, splitter: LineSplitter, chunk: bytes) -> Input:
+        """What a chunk read from the client's stdin is (an empty one: its end)."""
+        now = time.monotonic_ns()
+        if self.tap is not None:
+            self.tap.put(Direction.CLIENT_TO_AGENT, now, chunk)
+        frames, ended = frames_of(splitter, chunk)
+        return Input("client", now, frames, ended)
 
 
 class Decisions:

@@ -30,7 +30,6 @@ import time
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from acp_proxy.protocol.acp import Direction
 from acp_proxy.protocol.wire import LineSplitter
 from acp_proxy.replay.modes import Conversation
 from acp_proxy.replay.shell.common import (
@@ -38,12 +37,11 @@ from acp_proxy.replay.shell.common import (
     READ_SIZE,
     STOPPING,
     YIELD_AFTER,
+    ClientSide,
     Decisions,
     Input,
     Outcome,
     Signalled,
-    frames_of,
-    write_slice,
 )
 
 if TYPE_CHECKING:  # only --record brings the tap in
@@ -61,27 +59,13 @@ def serve_client(
     return PlainShell(conversation, timeout_ns, grace_ns, tap, stdin_fd, stdout_fd).run()
 
 
-class PlainClient:
+class PlainClient(ClientSide):
     """The client: its frames from ``stdin_fd``, our bytes to it on ``stdout_fd``."""
 
     def __init__(self, stdin_fd: int, stdout_fd: int, tap: Tap | None) -> None:
-        self.stdin_fd, self.stdout_fd, self.tap = stdin_fd, stdout_fd, tap
-        self.pending = bytearray()
-        self.progress = time.monotonic_ns()
-        self.gone = False  # its end of stdout is closed (or stdout failed)
+        super().__init__(stdin_fd, stdout_fd, tap)
         self.reading = True  # its stdin is read (not once it ended or the run is over)
         self._splitter = LineSplitter()
-        self._slice = write_slice(stdout_fd)
-        self._ready = select.poll()
-        self._ready.register(stdout_fd, select.POLLOUT)
-
-    def send(self, data: bytes, now: int) -> None:
-        """Queue bytes for the client."""
-        if self.tap is not None:
-            self.tap.put(Direction.AGENT_TO_CLIENT, now, data)
-        if not self.pending:
-            self.progress = now
-        self.pending += data
 
     def read(self) -> Input | None:
         """One read of stdin, as the input it is (None: nothing after all)."""
@@ -91,13 +75,10 @@ class PlainClient:
             return None
         except OSError:  # a hung-up terminal, a closed descriptor: the input ended
             chunk = b""
-        now = time.monotonic_ns()
-        if self.tap is not None:
-            self.tap.put(Direction.CLIENT_TO_AGENT, now, chunk)
-        frames, ended = frames_of(self._splitter, chunk)
-        if ended:
+        event = self.input_of(self._splitter, chunk)
+        if event.ended:
             self.reading = False
-        return Input("client", now, frames, ended)
+        return event
 
     def write(self) -> None:
         """Write what is queued while the client takes it (at most ``YIELD_AFTER`` bytes)."""
@@ -114,7 +95,7 @@ class PlainClient:
             del self.pending[:written]
             self.progress = time.monotonic_ns()
             written_here += written
-            if not self._ready.poll(0):
+            if not self._writable.poll(0):
                 return
 
 

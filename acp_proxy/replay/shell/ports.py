@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import signal
 import time
 from collections.abc import Sequence
@@ -41,13 +40,13 @@ from acp_proxy.record.spawn import spawn_failure
 from acp_proxy.replay.shell.common import (
     READ_SIZE,
     YIELD_AFTER,
+    ClientSide,
     Event,
     Input,
     Log,
     Poke,
     Signalled,
     frames_of,
-    write_slice,
 )
 
 __all__ = ["AgentPort", "ClientPort", "Event", "Inbox", "Input", "Log", "Poke", "Signalled"]
@@ -73,31 +72,18 @@ class _Doorbell:
         self._event = anyio.Event()
 
 
-class ClientPort:
-    """The client: its frames from ``stdin_fd``, our bytes to it on ``stdout_fd``.
-
-    With a tap (``--record``), every chunk read is put on it when read and every chunk for the
-    client when queued, as ``record`` does.
-    """
+class ClientPort(ClientSide):
+    """The client: its frames from ``stdin_fd``, our bytes to it on ``stdout_fd``."""
 
     def __init__(self, stdin_fd: int, stdout_fd: int, tap: Tap | None, inbox: Inbox) -> None:
-        self.stdin_fd, self.stdout_fd, self.tap, self._inbox = stdin_fd, stdout_fd, tap, inbox
-        self.pending = bytearray()
-        self.progress = time.monotonic_ns()
-        self.gone = False  # its end of stdout is closed (or stdout failed)
+        super().__init__(stdin_fd, stdout_fd, tap)
+        self._inbox = inbox
         self.reading = anyio.CancelScope()
         self._bell = _Doorbell()
-        self._slice = write_slice(stdout_fd)
-        self._poll = select.poll()
-        self._poll.register(stdout_fd, select.POLLOUT)
 
     def send(self, data: bytes, now: int) -> None:
         """Queue bytes for the client."""
-        if self.tap is not None:
-            self.tap.put(Direction.AGENT_TO_CLIENT, now, data)
-        if not self.pending:
-            self.progress = now
-        self.pending += data
+        super().send(data, now)
         self._bell.ring()
 
     async def read(self) -> None:
@@ -118,12 +104,9 @@ class ClientPort:
                     continue
                 except OSError:  # a hung-up terminal, a closed descriptor: the input ended
                     chunk = b""
-                now = time.monotonic_ns()
-                if self.tap is not None:
-                    self.tap.put(Direction.CLIENT_TO_AGENT, now, chunk)
-                frames, ended = frames_of(splitter, chunk)
-                await self._inbox.send(Input("client", now, frames, ended))
-                if ended:
+                event = self.input_of(splitter, chunk)
+                await self._inbox.send(event)
+                if event.ended:
                     return
 
     async def write(self) -> None:
@@ -133,7 +116,7 @@ class ClientPort:
             while not self.pending:
                 unyielded = 0
                 await self._bell.wait()
-            if pollable and not self._poll.poll(0):
+            if pollable and not self._writable.poll(0):
                 unyielded = 0
                 try:
                     await anyio.wait_writable(self.stdout_fd)
