@@ -19,7 +19,6 @@ import click
 
 from acp_proxy import __version__
 from acp_proxy.cli.helptext import EXAMPLES, SECTIONS, UnbrokenContext, unbroken
-from acp_proxy.errors import AcpProxyError, BadReference
 from acp_proxy.paths import DB_ENV, default_db_path
 from acp_proxy.record.defaults import DEFAULT_GRACE, DEFAULT_MAX_WAIT
 from acp_proxy.stderr import report
@@ -38,7 +37,7 @@ __all__ = [
     "resolve_db",
 ]
 
-EXIT_USAGE = 2
+from acp_proxy.cli.endings import EXIT_USAGE  # noqa: E402
 
 F = TypeVar("F")
 
@@ -115,22 +114,15 @@ class _Commands(click.Group):
         formatter.write_text("`acp-proxy COMMAND --help` says more; docs/cli.md has every command.")
 
     def invoke(self, ctx: click.Context) -> Any:
-        from acp_proxy.store.failures import unreadable
+        from acp_proxy.cli.endings import said_and_status
 
         try:
             return super().invoke(ctx)
-        except BadReference as error:
-            report(str(error))
-            ctx.exit(EXIT_USAGE)
-        except AcpProxyError as error:
-            report(str(error))
-            ctx.exit(1)
         except Exception as error:
-            damaged = unreadable(error)
-            if damaged is None:
+            status = said_and_status(error)
+            if status is None:
                 raise
-            report(str(damaged))
-            ctx.exit(EXIT_USAGE)
+            ctx.exit(status)
 
 
 def _db_option() -> click.Option:

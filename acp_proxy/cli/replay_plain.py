@@ -134,23 +134,15 @@ def replay_early(args: Sequence[str], db: str | None, ref: str, record: bool) ->
     be used, or a SQLite error met reading it, in one line and exit 2; any other of ours in one
     line and exit 1.
     """
-    from acp_proxy.errors import BadReference
-    from acp_proxy.store.failures import unreadable
+    from acp_proxy.cli.endings import said_and_status
 
     try:
         _replay_early(args, db, ref, record)
-    except BadReference as error:
-        report(str(error))
-        sys.exit(EXIT_USAGE)
-    except AcpProxyError as error:
-        report(str(error))
-        sys.exit(1)  # as the command line ends any other error of ours
     except Exception as error:
-        damaged = unreadable(error)
-        if damaged is None:
+        status = said_and_status(error)
+        if status is None:
             raise
-        report(str(damaged))
-        sys.exit(EXIT_USAGE)
+        sys.exit(status)
 
 
 def _replay_early(args: Sequence[str], db: str | None, ref: str, record: bool) -> NoReturn:
