@@ -272,18 +272,14 @@ def answer_of(
 ) -> dict[str, Any] | None:
     """The response to the request at ``request_seq`` (None: none yet): by the answers'
     index (format 10), or, in an older database read as it is, walking forward from it."""
-    if has_answer_index(db):
-        cursor = db.execute(
-            f"SELECT {_SUMMARY} FROM frame f INDEXED BY frame_by_request "
-            "WHERE f.connection_id = ? AND f.request_seq = ? ORDER BY f.seq LIMIT 1",
-            (connection_id, request_seq),
-        )
-    else:
-        cursor = db.execute(
-            f"SELECT {_SUMMARY} FROM frame f WHERE f.connection_id = ? AND f.seq > ? "
-            "AND f.request_seq = ? ORDER BY f.seq LIMIT 1",
-            (connection_id, request_seq, request_seq),
-        )
+    # An answer always comes after its request: ``seq > ?`` changes nothing with the index,
+    # and is what the walk forward needs without it.
+    by = "INDEXED BY frame_by_request " if has_answer_index(db) else ""
+    cursor = db.execute(
+        f"SELECT {_SUMMARY} FROM frame f {by}WHERE f.connection_id = ? AND f.seq > ? "
+        "AND f.request_seq = ? ORDER BY f.seq LIMIT 1",
+        (connection_id, request_seq, request_seq),
+    )
     found = _summaries(cursor, connection_id)
     return found[0] if found else None
 
