@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from acp_proxy import __version__
+from acp_proxy.cli.endings import EXIT_USAGE
 from acp_proxy.cli.helptext import EXAMPLES, SECTIONS, UnbrokenContext, unbroken
 from acp_proxy.paths import DB_ENV, default_db_path
 from acp_proxy.record.defaults import DEFAULT_GRACE, DEFAULT_MAX_WAIT
@@ -36,8 +37,6 @@ __all__ = [
     "require_otel",
     "resolve_db",
 ]
-
-from acp_proxy.cli.endings import EXIT_USAGE  # noqa: E402
 
 F = TypeVar("F")
 
