@@ -6,7 +6,6 @@ import contextlib
 import itertools
 import json
 import sqlite3
-import subprocess
 import sys
 import zlib
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_proxy.remote.content_coding import PIECE_BYTES, Decoder, Undecodable, decode_body
-from tests.support.remote_peers import TOOLS, Listener, env, free_port, wait_for_port
+from tests.support.remote_peers import TOOLS, Listener, free_port, serving
 
 INITIALIZE = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}'
 JSON = {"content-type": "application/json"}
@@ -95,16 +94,9 @@ def test_what_does_not_decode_says_why(header: str, body: bytes, why: str) -> No
 @contextlib.contextmanager
 def _agent(coding: str, *options: str) -> Iterator[str]:
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, str(TOOLS / "compressing_agent.py"), str(port), coding, *options],
-        env=env(), stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        wait_for_port(port, process)
-        yield f"http://127.0.0.1:{port}/acp"
-    finally:
-        process.terminate()
-        process.wait(10)
+    argv = [sys.executable, str(TOOLS / "compressing_agent.py"), str(port), coding, *options]
+    with serving(argv, port) as url:
+        yield url
 
 
 def _raw(method: str, url: str, **settings: Any) -> tuple[int, str | None, bytes]:

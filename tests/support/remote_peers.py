@@ -58,10 +58,12 @@ def env() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def _server(argv: Sequence[str], port: int, extra: dict[str, str]) -> Iterator[str]:
+def serving(argv: Sequence[str], port: int, extra: dict[str, str] | None = None) -> Iterator[str]:
+    """A server program started from ``argv`` to listen on ``port`` (``extra``: environment
+    beside the tests' own); yields its ``/acp`` URL once the port answers, and ends it."""
     process = subprocess.Popen(
         argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env={**env(), **extra},
+        env={**env(), **(extra or {})},
     )  # fmt: skip
     try:
         wait_for_port(port, process)
@@ -81,7 +83,7 @@ def python_server(
     port = port or free_port()
     argv = [sys.executable, str(TOOLS / "serve_asgi_example.py"),
             str(examples / "http_server.py"), str(port)]  # fmt: skip
-    return _server(argv, port, {})
+    return serving(argv, port)
 
 
 def ts_server(
@@ -89,7 +91,7 @@ def ts_server(
 ) -> contextlib.AbstractContextManager[str]:
     port = port or free_port()
     argv = [node, str(sdk / "dist" / "examples" / "http-server.js")]
-    return _server(argv, port, {"PORT": str(port)})
+    return serving(argv, port, {"PORT": str(port)})
 
 
 def python_client(examples: Path, name: str, url: str) -> tuple[list[str], dict[str, str]]:
@@ -186,13 +188,6 @@ def fake_agent(log: Path, *options: str) -> Iterator[str]:
     """tests/support/tools/remote_agent.py serving on a free port (``options``: its own, e.g.
     ``--flood N SIZE``), every request it gets written to ``log``; yields its URL."""
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, str(TOOLS / "remote_agent.py"), str(port), "--log", str(log),
-         *options], env=env(), stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        wait_for_port(port, process)
-        yield f"http://127.0.0.1:{port}/acp"
-    finally:
-        process.terminate()
-        process.wait(10)
+    argv = [sys.executable, str(TOOLS / "remote_agent.py"), str(port), "--log", str(log), *options]
+    with serving(argv, port) as url:
+        yield url
