@@ -17,7 +17,7 @@ from tests.support.cli import run
 from tests.support.fixtures_acp import V1_CONVERSATION, V2_CONVERSATION
 from tests.support.helpers import A2C, C2A, line, write_recording
 from tests.support.polling import until
-from tests.support.processes import run_to_end
+from tests.support.processes import acp_proxy
 
 FAKE_AGENT = str(Path(__file__).parents[1] / "support" / "agents" / "fake_agent.py")
 
@@ -32,19 +32,14 @@ def recorded(db_path: Path) -> Path:
 def test_finds_a_frame_recorded_a_moment_ago(db_path: Path) -> None:
     # The real record path: a proxy in front of an agent; the recorder process indexes.
     message = b'{"jsonrpc":"2.0","id":1,"method":"x/y","params":{"note":"flux capacitor"}}\n'
-    done = run_to_end(
-        [
-            sys.executable,
-            "-m",
-            "acp_proxy",
-            "record",
-            "--db",
-            str(db_path),
-            "--",
-            sys.executable,
-            FAKE_AGENT,
-            "echo",
-        ],
+    done = acp_proxy(
+        "record",
+        "--db",
+        str(db_path),
+        "--",
+        sys.executable,
+        FAKE_AGENT,
+        "echo",
         text=False,
         input=message,
         timeout=30,

@@ -20,7 +20,7 @@ from markdown_it import MarkdownIt
 
 from tests.support.fixtures_acp import update
 from tests.support.helpers import A2C, C2A, ERR, line, write_recording
-from tests.support.processes import run_to_end
+from tests.support.processes import acp_proxy, run_to_end
 from tests.support.terminal import on_pty
 
 OSC52 = "\x1b]52;c;cHduZWQ=\x07"
@@ -133,31 +133,13 @@ def test_no_command_writes_recorded_controls_raw(ended_hostile: Path, command: l
 
 def test_a_label_from_an_imported_export_stays_visible(ended_hostile: Path, tmp_path: Path) -> None:
     exported = tmp_path / "hostile.jsonl"
-    done = run_to_end(
-        [
-            sys.executable,
-            "-m",
-            "acp_proxy",
-            "export",
-            "--format",
-            "jsonl",
-            "-o",
-            str(exported),
-            "--db",
-            str(ended_hostile),
-        ],
-        text=False,
-        timeout=30,
-        check=True,
-    )
+    done = acp_proxy(
+        "export", "--format", "jsonl", "-o", str(exported), "--db", str(ended_hostile),
+        text=False, timeout=30, check=True,
+    )  # fmt: skip
     assert not done.stderr.strip()
     imported = tmp_path / "imported.sqlite"
-    run_to_end(
-        [sys.executable, "-m", "acp_proxy", "import", str(exported), "--db", str(imported)],
-        text=False,
-        timeout=30,
-        check=True,
-    )
+    acp_proxy("import", str(exported), "--db", str(imported), text=False, timeout=30, check=True)
     output = on_terminal("delete", "last", "--dry-run", "--db", str(imported))
     assert b"would delete" in output
     assert unsafe(output) == []
@@ -169,31 +151,13 @@ def test_jsonl_escapes_keep_every_stored_byte(ended_hostile: Path, tmp_path: Pat
     import sqlite3
 
     exported = tmp_path / "hostile.jsonl"
-    run_to_end(
-        [
-            sys.executable,
-            "-m",
-            "acp_proxy",
-            "export",
-            "--format",
-            "jsonl",
-            "-o",
-            str(exported),
-            "--db",
-            str(ended_hostile),
-        ],
-        text=False,
-        timeout=30,
-        check=True,
-    )
+    acp_proxy(
+        "export", "--format", "jsonl", "-o", str(exported), "--db", str(ended_hostile),
+        text=False, timeout=30, check=True,
+    )  # fmt: skip
     assert unsafe(exported.read_bytes()) == []
     imported = tmp_path / "imported.sqlite"
-    run_to_end(
-        [sys.executable, "-m", "acp_proxy", "import", str(exported), "--db", str(imported)],
-        text=False,
-        timeout=30,
-        check=True,
-    )
+    acp_proxy("import", str(exported), "--db", str(imported), text=False, timeout=30, check=True)
 
     def stored(path: Path) -> tuple[list[tuple[bytes, ...]], str]:
         with contextlib.closing(sqlite3.connect(path)) as db:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import run_to_end
+from tests.support.processes import acp_proxy, run_to_end
 from tests.support.proxy import FAKE_AGENT, proxy_argv, start
 
 
@@ -239,18 +239,13 @@ def test_client_vanishing(db_path: Path) -> None:
 
 
 def test_missing_agent_binary(db_path: Path) -> None:
-    result = run_to_end(
-        [
-            sys.executable,
-            "-m",
-            "acp_proxy",
-            "record",
-            "--db",
-            str(db_path),
-            "--",
-            "/nonexistent/agent-binary",
-            "--flag",
-        ],
+    result = acp_proxy(
+        "record",
+        "--db",
+        str(db_path),
+        "--",
+        "/nonexistent/agent-binary",
+        "--flag",
         text=False,
         input=b"",
         timeout=30,
@@ -351,19 +346,14 @@ def test_sigkill_of_the_proxy_keeps_what_it_forwarded(db_path: Path) -> None:
 def test_label_and_environment_database(tmp_path: Path) -> None:
     db = tmp_path / "from-env.sqlite"
     env = {**os.environ, "ACP_PROXY_DB": str(db)}
-    result = run_to_end(
-        [
-            sys.executable,
-            "-m",
-            "acp_proxy",
-            "record",
-            "--label",
-            "my-bug",
-            "--",
-            sys.executable,
-            FAKE_AGENT,
-            "echo",
-        ],
+    result = acp_proxy(
+        "record",
+        "--label",
+        "my-bug",
+        "--",
+        sys.executable,
+        FAKE_AGENT,
+        "echo",
         text=False,
         input=b"{}\n",
         timeout=30,
@@ -408,18 +398,13 @@ def test_usage_error_starts_no_agent(tmp_path: Path) -> None:
     # An option the early launch does not understand sends the command line through click,
     # which stops before any agent is started.
     pid_file = tmp_path / "agent.pid"
-    result = run_to_end(
-        [
-            sys.executable,
-            "-m",
-            "acp_proxy",
-            "record",
-            "--no-such-option",
-            "--",
-            "sh",
-            "-c",
-            f"echo $$ > {pid_file}; exec sleep 60",
-        ],
+    result = acp_proxy(
+        "record",
+        "--no-such-option",
+        "--",
+        "sh",
+        "-c",
+        f"echo $$ > {pid_file}; exec sleep 60",
         text=False,
         input=b"",
         timeout=30,
@@ -430,18 +415,13 @@ def test_usage_error_starts_no_agent(tmp_path: Path) -> None:
 
 
 def test_agent_command_without_double_dash(db_path: Path) -> None:
-    result = run_to_end(
-        [
-            sys.executable,
-            "-m",
-            "acp_proxy",
-            "record",
-            "--db",
-            str(db_path),
-            sys.executable,
-            FAKE_AGENT,
-            "echo",
-        ],
+    result = acp_proxy(
+        "record",
+        "--db",
+        str(db_path),
+        sys.executable,
+        FAKE_AGENT,
+        "echo",
         text=False,
         input=b"{}\n",
         timeout=30,
