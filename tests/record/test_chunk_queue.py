@@ -132,7 +132,7 @@ def test_a_burst_waits_for_its_pause_and_becomes_one_batch() -> None:
 
     timer = threading.Timer(0.02, later)
     timer.start()
-    batch = queue.take(quiet=0.2, patience=10)
+    batch = queue.take(quiet=1.0, patience=10)  # a pause far longer than a busy machine's stall
     timer.join()
     assert batch is not None
     assert [mono for _, mono, _ in batch] == [0, 1]
@@ -155,7 +155,8 @@ def _stream(queue: ChunkQueue, seconds: float, every: float = 0.002) -> threadin
 def test_recording_waits_while_a_stream_flows() -> None:
     queue = ChunkQueue()
     stream = _stream(queue, 0.3)
-    first = queue.take(quiet=0.25, patience=10, idle=5)
+    # The quiet it waits for is far longer than a thread's stall on a busy machine.
+    first = queue.take(quiet=1.0, patience=10, idle=5)
     assert not stream.is_alive(), "taken while chunks were still coming every 2 ms"
     stream.join()
     assert first is not None
