@@ -117,11 +117,12 @@ def records(count: int) -> Iterator[FrameRecord]:
         n += 1
 
 
-def make_recording(path: Path, count: int) -> None:
+def write_records(path: Path, frames: Iterator[FrameRecord]) -> None:
+    """One ended recording of ``frames`` at ``path``, committed in large batches."""
     db = connect(path, recorder=True)
     writer = RecordingWriter.start(db, NewConnection(["bench-agent"], "/", "bench", 1))
     batch: list[FrameRecord] = []
-    for record in records(count):
+    for record in frames:
         batch.append(record)
         if len(batch) == 20_000:
             writer.append(batch)
@@ -130,6 +131,10 @@ def make_recording(path: Path, count: int) -> None:
     writer.update(status="exited", exit_code=0, ended_ns=time.time_ns())
     writer.checkpoint()
     db.close()
+
+
+def make_recording(path: Path, count: int) -> None:
+    write_records(path, records(count))
 
 
 class Ui:
@@ -294,22 +299,17 @@ def alternating(count: int) -> Iterator[tuple[Direction, bytes]]:
 
 
 def write_exchange(path: Path, exchange: Iterator[tuple[Direction, bytes]]) -> None:
-    db = connect(path, recorder=True)
-    writer = RecordingWriter.start(db, NewConnection(["bench-agent"], "/", "bench", 1))
+    write_records(path, _observed(exchange))
+
+
+def _observed(exchange: Iterator[tuple[Direction, bytes]]) -> Iterator[FrameRecord]:
     observer = ConnectionObserver()
     offsets = dict.fromkeys(Direction, 0)
-    clock, batch = time.monotonic_ns(), list[FrameRecord]()
+    clock = time.monotonic_ns()
     for direction, raw in exchange:
         clock += 20_000
-        batch.append(observer.observe(direction, Frame(raw, offsets[direction]), clock, clock))
+        yield observer.observe(direction, Frame(raw, offsets[direction]), clock, clock)
         offsets[direction] += len(raw)
-        if len(batch) == 20_000:
-            writer.append(batch)
-            batch = []
-    writer.append(batch)
-    writer.update(status="exited", exit_code=0, ended_ns=time.time_ns())
-    writer.checkpoint()
-    db.close()
 
 
 # (A page without the status line shows everything at once.)
