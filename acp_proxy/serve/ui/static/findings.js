@@ -2,6 +2,7 @@
 // `acp-proxy check`): polled until the connection has ended and been checked to its end.
 import { api } from "./api.js";
 
+const MORE_MS = 100;
 export const findings = { cid: null, bySeq: new Map(), count: 0, timer: null, listeners: new Set() };
 
 export function followFindings(cid) {
@@ -20,7 +21,8 @@ export function followFindings(cid) {
       findings.bySeq.get(f.seq).push(f);
     }
     if (got.findings.length) findings.listeners.forEach((fn) => fn());
-    if (!got.finished) findings.timer = setTimeout(poll, got.complete ? 1000 : 300);
+    // A long check's findings come a page at a time (``more``): the next page a moment later.
+    if (got.more || !got.finished) findings.timer = setTimeout(poll, got.more ? MORE_MS : got.complete ? 1000 : 300);
   };
   poll();
 }
