@@ -27,13 +27,18 @@ function tree(value, descriptions) {
   return el("div", { class: "tree" }, node(null, value, "$", 0));
 }
 
-let shownKey = null;
-export async function showFrame(cid, seq) {
-  const pane = $("#detail");
-  pane.hidden = false;
+let shownKey = null, shown = Promise.resolve();
+// Resolves once the frame's detail is on screen (or said it could not be read).
+export function showFrame(cid, seq) {
   const key = cid + ":" + seq;
-  if (shownKey === key && !pane.hidden) return;  // shown, or on its way
+  $("#detail").hidden = false;
+  if (shownKey === key) return shown;  // shown, or on its way
   shownKey = key;
+  shown = drawFrame(cid, seq, key);
+  return shown;
+}
+async function drawFrame(cid, seq, key) {
+  const pane = $("#detail");
   pane.setAttribute("aria-label", "frame " + seq);
   pane.replaceChildren(el("p", {}, "loading frame " + seq + "…"));
   let d;

@@ -40,6 +40,10 @@ export function timelineView(root) {
   let caughtUp = false, complete = false, selected = null, cursor = null, follow = true, scannedSeq = 0;
   let first = state.overview ? state.overview.first_mono_ns : null;
   let alive = true, refreshing = false, again = false;
+  // A frame named by the URL is shown first: the index's growth, the findings and the live
+  // stream start once its row and detail are on screen (`ready`).
+  let background = false, frameShown = Promise.resolve(), markReady;
+  const ready = new Promise((resolve) => { markReady = resolve; });
   const live = () => state.overview && state.overview.status === "running";
 
   async function loadPage(number) {
@@ -194,7 +198,7 @@ export function timelineView(root) {
       nodes.push(node);
     }
     spacer.replaceChildren(...nodes);
-    if (!caughtUp && !refreshing) refresh();
+    if (background && !caughtUp && !refreshing) refresh();
   }
   function select(seq) {
     selected = seq;
@@ -235,9 +239,15 @@ export function timelineView(root) {
     if (!alive) return;
     accept(got);
     list.store(0, got.rows);
-    follow = live() && !state.params.get("f");
-    if (follow) refresh();
+    const named = Number(state.params.get("f")) || 0;
+    follow = live() && !named;
+    const found = named ? loadedIndexOf(named) : null;
+    if (found) placeCursor(found.index);  // the frame's row drawn selected the first time
     render();
+    await frameShown;
+    if (!alive) return;
+    background = true;
+    if (follow || !caughtUp) refresh();
     // The findings and the session list are not needed for the first screen: asked a moment
     // later (the list of sessions when the session filter is first used).
     setTimeout(() => { if (alive) followFindings(cid); }, FINDINGS_AFTER_MS);
@@ -245,6 +255,7 @@ export function timelineView(root) {
     $("#filters").elements.session.addEventListener("focus", () => loadSessions(cid), { once: true });
   };
   const view = {
+    ready,
     leave() { alive = false; clearTimeout(play.timer); findings.listeners.delete(render); $("#playback").replaceChildren(); },
     playPause,
     frame(frame) { if (frame.connection_id === cid) refresh(); },
@@ -287,9 +298,18 @@ export function timelineView(root) {
     }
     return null;
   }
+  function placeCursor(index) {
+    const v = list.visualOf(index);
+    cursor = v;
+    if (v * ROW_H < scroller.scrollTop || v * ROW_H > scroller.scrollTop + scroller.clientHeight - ROW_H) {
+      follow = false;
+      spacer.style.height = list.visualTotal() * ROW_H + "px";
+      scroller.scrollTop = Math.max(0, v * ROW_H - scroller.clientHeight / 3);
+    }
+  }
   async function locateFrame(seq) {
       selected = seq;
-      showFrame(cid, seq);
+      frameShown = showFrame(cid, seq);
       if (!fromSeq && list.total && !caughtUp && seq - scannedSeq > FAR) {
         // the index is far from this frame (its last answer said how far it got): no need to ask
         setHash({ from: Math.max(1, seq - CONTEXT_ROWS) }, true);
@@ -306,15 +326,10 @@ export function timelineView(root) {
       }
       accept({ total: Math.max(list.total, found.total), caught_up: found.caught_up && caughtUp, complete });
       if (found.index === null) { render(); return; }
-      const v = list.visualOf(found.index);
-      cursor = v;
-      if (v * ROW_H < scroller.scrollTop || v * ROW_H > scroller.scrollTop + scroller.clientHeight - ROW_H) {
-        follow = false;
-        spacer.style.height = list.visualTotal() * ROW_H + "px";
-        scroller.scrollTop = Math.max(0, v * ROW_H - scroller.clientHeight / 3);
-      }
+      placeCursor(found.index);
       render();
   }
   const started = start();
+  started.finally(() => markReady());
   return view;
 }
