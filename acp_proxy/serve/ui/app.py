@@ -153,6 +153,7 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
                     shared.pop(key, None)
             except BaseException as error:
                 future.set_exception(error)
+                future.exception()  # said to this caller; others who wait are told as well
                 shared.pop(key, None)
                 raise
             found = shared.get(key, (generation, future))
@@ -199,16 +200,20 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         limit = _int(request, "limit", 100, 0, MAX_LIMIT)
         scan = request.query_params.get("scan") == "1"
         start = _int(request, "from", 0)
-        await _exists(cid)
+
+        def read() -> dict[str, Any]:
+            # Asked in the same turn as the rows: a screen's first rows take one turn of the lane.
+            if not inspector.exists(cid):
+                raise HTTPException(404, "no such connection")
+            return inspector.rows(cid, where, offset, limit, scan, start)
+
         if scan:
-            return Json(await threaded(inspector.rows, cid, where, offset, limit, scan, start))
+            return Json(await threaded(read))
         key = ("rows", cid, where.key(), offset, limit, start)
         return await once_per_change(
-            key,
-            lambda: inspector.rows(cid, where, offset, limit, scan, start),
-            lambda answer: bool(answer["caught_up"]),
+            key, read, lambda answer: bool(answer["caught_up"]),
             QUICK if offset == 0 else "",  # a screen's first rows; a live tail's beside them
-        )
+        )  # fmt: skip
 
     async def locate(request: Request) -> Response:
         cid, where = connection_id(request), _filter(request)

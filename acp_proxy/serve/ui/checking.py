@@ -192,9 +192,11 @@ def _child_env() -> dict[str, str]:
 # --------------------------------------------------------------------------- the child
 
 
-def _end_with_stdin(stdin: IO[bytes]) -> None:
-    """The server closed our stdin (it has gone): end at once."""
-    stdin.read()
+def _end_with_stdin(fd: int) -> None:
+    """The server closed our stdin (it has gone): end at once. (The file descriptor itself is
+    read: a buffered stdin read by a daemon thread would stop the interpreter's own end.)"""
+    while os.read(fd, 4096):
+        pass
     os._exit(0)
 
 
@@ -227,7 +229,7 @@ def run_child(path: Path, connection_id: int, schemas: bool, out: IO[bytes]) -> 
 
 
 def main(argv: list[str]) -> int:
-    threading.Thread(target=_end_with_stdin, args=(sys.stdin.buffer,), daemon=True).start()
+    threading.Thread(target=_end_with_stdin, args=(sys.stdin.fileno(),), daemon=True).start()
     path, connection_id, schemas = Path(argv[0]), int(argv[1]), argv[2] == "1"
     return run_child(path, connection_id, schemas, sys.stdout.buffer)
 

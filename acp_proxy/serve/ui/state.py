@@ -40,7 +40,7 @@ from acp_proxy.store.readers import FrameFilter
 __all__ = ["Database", "Inspector", "load_schemas"]
 
 SCAN_STEP = 20_000
-BACKGROUND_STEP = 5_000
+BACKGROUND_STEP = 2_000
 FIRST_STEP = 2_000
 QUICK_REACH = 20_000
 SCAN_BUDGET_S = 0.25
@@ -197,8 +197,9 @@ class Inspector:
                     return timeline
                 if not reached and until_seq and time.monotonic() > deadline:
                     return timeline
-                if reached:
+                if reached and not ahead:  # from here on, each step waits its turn
                     ahead, step = True, min(step, BACKGROUND_STEP)
+                    continue
                 status = store_read.status(db, connection_id)  # read first: frames land before it
                 keys = ui_reads.scan_keys(db, connection_id, where, index.scanned_seq, step)
                 if index.feed(keys) < step:
@@ -375,11 +376,20 @@ class Inspector:
                 )
             return state
 
-    def _apply(self, state: _Conversation, connection_id: int, budget_s: float | None) -> bool:
-        """Apply the frames not applied yet (for at most ``budget_s``); True: all applied."""
+    def _apply(
+        self,
+        state: _Conversation,
+        connection_id: int,
+        budget_s: float | None,
+        background: bool = False,
+    ) -> bool:
+        """Apply the frames not applied yet (for at most ``budget_s``); True: all applied.
+        ``background``: each step waits while a quick read is on its way."""
         db = self.db.get()
         deadline = None if budget_s is None else time.monotonic() + budget_s
         while True:
+            if background:
+                self.turns.background_turn()
             count = 0
             for frame in store_read.frames(
                 db, connection_id, after_seq=state.applied_seq, limit=TRANSCRIPT_STEP
@@ -454,9 +464,8 @@ class Inspector:
             try:
                 state = self._conversation(connection_id)
                 while True:
-                    self.turns.background_turn()
                     with state.lock:
-                        if self._apply(state, connection_id, TRANSCRIPT_BUDGET_S):
+                        if self._apply(state, connection_id, TRANSCRIPT_BUDGET_S, True):
                             return
                     time.sleep(YIELD_S)
             finally:
