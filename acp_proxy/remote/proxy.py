@@ -56,6 +56,7 @@ from acp_proxy.remote.content_coding import Decoder, Undecodable, codings, decod
 from acp_proxy.remote.headers import WEBSOCKET_HANDSHAKE, end_to_end, header, recordable
 from acp_proxy.remote.recording import HubFeeder, wall_ns
 from acp_proxy.remote.upstream import Answer, Upstream, UpstreamError
+from acp_proxy.remote.websocket_out import MessageWriter
 from acp_proxy.stderr import Reporter
 
 C2A, A2C = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
@@ -120,7 +121,9 @@ def _excerpt(body: bytes) -> str | None:
 class _Outbox:
     """What waits to be sent to one client, bounded in bytes; sent in order by ``run``.
 
-    An item is an ASGI message, or ``bytes``: a piece of an answer body (``more_body``). The
+    An item is an ASGI message, ``bytes``: a piece of an answer body (``more_body``), or a
+    ``list`` of WebSocket messages (``str`` text, ``bytes`` binary) for ``send_messages``.
+    Pieces of the same kind that are waiting when the client takes the next are joined. The
     reader puts an item, then awaits ``room``: past ``bound`` bytes that waits until the
     client has taken half of them, and raises ``_TooSlow`` when it takes nothing for
     ``stall`` seconds meanwhile.
@@ -157,7 +160,10 @@ class _Outbox:
         self._ended = True
         self._ready.set()
 
-    async def run(self, send: Callable[[Any], Awaitable[None]]) -> None:
+    async def run(
+        self, send: Callable[[Any], Awaitable[None]],
+        send_messages: Callable[[list[str | bytes]], Awaitable[None]] | None = None,
+    ) -> None:  # fmt: skip
         items = self._items
         while True:
             await self._ready.wait()
@@ -172,9 +178,22 @@ class _Outbox:
                         parts.append(more)
                         size += more_size
                     item = b"".join(parts)
+                elif isinstance(item, list) and items and isinstance(items[0][0], list):
+                    # WebSocket messages that waited for the client go in one write, each
+                    # still its own frame (remote/websocket_out.py).
+                    messages = list(item)
+                    while items and isinstance(items[0][0], list) and size < _JOINED_BYTES:
+                        more, more_size = items.popleft()
+                        messages += more
+                        size += more_size
+                    item = messages
                 if isinstance(item, bytes):
                     item = {"type": "http.response.body", "body": item, "more_body": True}
-                await send(item)
+                if isinstance(item, list):
+                    assert send_messages is not None
+                    await send_messages(item)
+                else:
+                    await send(item)
                 self._bytes -= size
                 self._sent += 1
                 if self._bytes <= self._bound // 2:
@@ -654,15 +673,10 @@ class ReverseProxy:
         async def from_upstream() -> None:
             try:
                 async for message in upstream:
-                    if isinstance(message, str):
-                        raw = message.encode()
-                        await self.feeder.message(key, A2C, raw, exchange, "websocket")
-                        outbox.put({"type": "websocket.send", "text": message}, len(raw))
-                        await outbox.room()
-                    else:
-                        await self.feeder.message(key, A2C, message, exchange, "websocket")
-                        outbox.put({"type": "websocket.send", "bytes": message}, len(message))
-                        await outbox.room()
+                    raw = message.encode() if isinstance(message, str) else message
+                    await self.feeder.message(key, A2C, raw, exchange, "websocket")
+                    outbox.put([message], len(raw))
+                    await outbox.room()
             except ConnectionClosed:
                 pass
             ended.setdefault("by", "upstream")
@@ -671,7 +685,7 @@ class ReverseProxy:
                         "reason": upstream.close_reason or ""}, 0)  # fmt: skip
             outbox.end()
 
-        writer = asyncio.ensure_future(outbox.run(send))
+        writer = asyncio.ensure_future(outbox.run(send, MessageWriter(send).send))
         tasks = {asyncio.ensure_future(from_client()), asyncio.ensure_future(from_upstream()),
                  writer}  # fmt: skip
         error: str | None = None
