@@ -685,7 +685,8 @@ class ReverseProxy:
                         "reason": upstream.close_reason or ""}, 0)  # fmt: skip
             outbox.end()
 
-        writer = asyncio.ensure_future(outbox.run(send, MessageWriter(send).send))
+        offered = header(headers, b"sec-websocket-extensions") is not None
+        writer = asyncio.ensure_future(outbox.run(send, MessageWriter(send, offered).send))
         tasks = {asyncio.ensure_future(from_client()), asyncio.ensure_future(from_upstream()),
                  writer}  # fmt: skip
         error: str | None = None
