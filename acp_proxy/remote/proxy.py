@@ -56,6 +56,7 @@ from acp_proxy.remote.content_coding import Decoder, Undecodable, codings, decod
 from acp_proxy.remote.headers import WEBSOCKET_HANDSHAKE, end_to_end, header, recordable
 from acp_proxy.remote.recording import HubFeeder, wall_ns
 from acp_proxy.remote.upstream import Answer, Upstream, UpstreamError
+from acp_proxy.remote.upstream_websocket import InvalidText
 from acp_proxy.remote.websocket_out import MessageWriter
 from acp_proxy.stderr import Reporter
 
@@ -583,7 +584,7 @@ class ReverseProxy:
     # --- WebSocket ----------------------------------------------------------------------
 
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
-        from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+        from websockets.exceptions import InvalidHandshake, InvalidStatus
 
         opening = await receive()
         if opening["type"] != "websocket.connect":
@@ -671,14 +672,23 @@ class ReverseProxy:
                     return
 
         async def from_upstream() -> None:
+            # A network read's messages at a time: recorded in one hand-off, then put for the
+            # client together (remote/upstream_websocket.py).
             try:
-                async for message in upstream:
-                    raw = message.encode() if isinstance(message, str) else message
-                    await self.feeder.message(key, A2C, raw, exchange, "websocket")
-                    outbox.put([message], len(raw))
+                async for messages, raws in upstream.batches():
+                    await self.feeder.messages(key, A2C, raws, exchange, "websocket")
+                    outbox.put(messages, sum(map(len, raws)))
                     await outbox.room()
-            except ConnectionClosed:
-                pass
+            except InvalidText as invalid:
+                if "by" not in ended:
+                    ended["why"] = (
+                        f"the upstream sent {invalid}: the proxy ended the WebSocket (1007), "
+                        "what came before it forwarded"
+                    )
+                    ended.update(by="upstream", code=1007)
+                outbox.put({"type": "websocket.close", "code": 1007, "reason": ""}, 0)
+                outbox.end()
+                return
             ended.setdefault("by", "upstream")
             ended.setdefault("code", upstream.close_code or 1000)
             outbox.put({"type": "websocket.close", "code": _sendable_code(upstream.close_code),
@@ -726,7 +736,7 @@ class ReverseProxy:
             # pass the close frame's code on), so a client's close is taken as a close.
             self._end(connection, "closed")
         else:
-            why = f"the {ended.get('by')} closed the WebSocket with code {code}"
+            why = ended.get("why") or f"the {ended.get('by')} closed the WebSocket with code {code}"
             self._end(connection, "dropped", why)
 
 

@@ -107,9 +107,7 @@ def test_each_connection_is_one_recording_with_its_exchanges(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("joining", [False, True])
-def test_a_full_pipe_keeps_messages_in_order_until_the_bound(
-    tmp_path: Path, joining: bool
-) -> None:
+def test_a_full_pipe_keeps_messages_in_order_until_the_bound(tmp_path: Path, joining: bool) -> None:
     db_path = tmp_path / "r.db"
     hub = RecordingHub.start(db_path, lambda _: None)
     hub.joining = joining

@@ -6,11 +6,11 @@ import asyncio
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from hypercorn.asyncio.tcp_server import TCPServer
 from hypercorn.config import Config
 from hypercorn.events import RawData
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from websockets.asyncio.client import connect
 from wsproto.frame_protocol import FrameProtocol
 
