@@ -25,7 +25,8 @@ from acp_proxy.check.schemas import SchemaBook
 from acp_proxy.store.frames import frames, losses
 from acp_proxy.store.readers import Database
 from acp_proxy.store.refs import Scope
-from acp_proxy.store.transport_facts import REMOTE, transport_facts, transport_of
+from acp_proxy.store.transport_facts import transport_facts
+from acp_proxy.store.transport_kind import REMOTE, transport_of
 
 
 class ScopeCheck:

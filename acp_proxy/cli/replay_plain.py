@@ -13,7 +13,8 @@ Rules:
   byte of the client is read.
 - Loading makes several objects per frame and no reference cycles: the cyclic garbage
   collector is off meanwhile, and what it built is then frozen (``gc.freeze``, as ``record``
-  does), so that no later collection walks it.
+  does), so that no later collection walks it. ``replay_early`` turns it off before its first
+  import (importing builds no garbage either), and on again once the scripts are loaded.
 - Imports no click (tests/cli/test_import_sets.py).
 """
 
@@ -72,9 +73,9 @@ def script_of(source: Path, ref: str, session: str | None, matcher: Matcher) -> 
     """The replay script of ``ref`` (narrowed to a session), and its name for the summary."""
     from acp_proxy.replay.script import as_lines, build, select_session
     from acp_proxy.store.replay_reads import load_script
-    from acp_proxy.store.values import RecordedFrame
+    from acp_proxy.store.replay_rows import RecordedFrame
 
-    target, rows = load_script(source, ref, session)
+    target, rows, remote = load_script(source, ref, session)
     session = session or target.session_id
     what = f"connection {target.connection_id}"
     what += f" ({target.label})" if target.label else ""
@@ -87,20 +88,9 @@ def script_of(source: Path, ref: str, session: str | None, matcher: Matcher) -> 
         del frames
         what += f", session {session}"
     script = build(rows, matcher)
-    return (as_lines(script) if _remote(source, target.connection_id) else script), what
-
-
-def _remote(source: Path, connection_id: int) -> bool:
-    """Whether the connection was recorded from the remote transport (its frames have no line
-    breaks: replayed to a stdio client, each becomes a line)."""
-    from acp_proxy.store.readers import open_for_reading
-    from acp_proxy.store.transport_facts import REMOTE, transport_of
-
-    db = open_for_reading(source)
-    try:
-        return transport_of(db, connection_id) in REMOTE
-    finally:
-        db.close()
+    # A remote connection's frames have no line breaks: replayed to a stdio client, each
+    # becomes a line.
+    return (as_lines(script) if remote else script), what
 
 
 def serve_one(
@@ -134,6 +124,7 @@ def replay_early(args: Sequence[str], db: str | None, ref: str, record: bool) ->
     be used, or a SQLite error met reading it, in one line and exit 2; any other of ours in one
     line and exit 1.
     """
+    gc.disable()  # see the module rules
     from acp_proxy.cli.endings import said_and_status
 
     try:
@@ -159,6 +150,7 @@ def _replay_early(args: Sequence[str], db: str | None, ref: str, record: bool) -
     except AcpProxyError as error:
         report(str(error))
         sys.exit(EXIT_USAGE)
+    gc.enable()
     if len(loaded) > 1:  # a cassette: the episodes' engine, as the command line runs it
         del loaded
         from acp_proxy.cli.main import main

@@ -116,7 +116,7 @@ def _int(value: object) -> int | None:
 class FrameLike(Protocol):
     """A frame as its readers see it: number, direction, clock and bytes.
 
-    ``FrameRecord``, ``store.values.FrameRow`` and ``store.values.RecordedFrame`` all are one;
+    ``FrameRecord``, ``store.values.FrameRow`` and ``store.replay_rows.RecordedFrame`` all are one;
     the transcript, ``diff`` and the replay drive take any of them.
     """
 

@@ -19,7 +19,10 @@ Rules:
   update, close, lost) are always taken: they are small and one per request at most.
 - The owner drives the pipe: when ``pending`` is not zero it calls ``flush`` once ``fileno()``
   is writable (an event loop's writer callback); ``finish`` sends the rest, closes the pipe
-  and waits up to a deadline for the recorder's last commit, like ``Recording.finish``.
+  and waits up to a deadline for the recorder's last commit, like ``Recording.finish``. With
+  ``joining`` set, no record is written at once: all wait for the owner's next ``flush``
+  (an event loop calls it once per turn), which writes the records waiting together in one
+  write, so many small messages cost one system call instead of one each.
 - No asyncio or anyio here (record/'s rule): the owner's event loop stays in remote/.
 """
 
@@ -77,6 +80,9 @@ class RecordingHub:
         self._queue: deque[bytes] = deque()
         self._head_sent = 0  # bytes of the queue's first record already written
         self.pending = 0  # bytes waiting for the pipe
+        # Whether records always wait for ``flush`` (the owner flushes once per turn of its
+        # loop: the records of one turn go in one write) instead of being written at once.
+        self.joining = False
         self._next_key = 0
         self._exchanges: dict[int, int] = {}
         self._gone = False
@@ -225,7 +231,7 @@ class RecordingHub:
         self._send(HEADER.pack(kind, 0, 0, key, exchange_seq, mono_ns, len(payload)) + payload)
 
     def _send(self, record: bytes) -> None:
-        if not self._queue:
+        if not self._queue and not self.joining:
             try:
                 written = os.write(self._fd, record)
             except BlockingIOError:
@@ -240,10 +246,24 @@ class RecordingHub:
         self.pending += len(record)
 
     def flush(self) -> None:
-        """Write what waits, as far as the pipe takes it (never blocks)."""
-        while self._queue and not self._gone:
-            head = self._queue[0]
-            piece = memoryview(head)[self._head_sent : self._head_sent + _WRITE_BYTES]
+        """Write what waits, as far as the pipe takes it (never blocks): whole records that
+        wait together go in one write, up to ``_WRITE_BYTES``."""
+        queue = self._queue
+        while queue and not self._gone:
+            head = queue[0]
+            if self._head_sent or len(queue) == 1 or len(head) >= _WRITE_BYTES:
+                piece: bytes | memoryview = memoryview(head)[
+                    self._head_sent : self._head_sent + _WRITE_BYTES
+                ]
+            else:
+                parts: list[bytes] = []
+                size = 0
+                for record in queue:
+                    if size + len(record) > _WRITE_BYTES:
+                        break
+                    parts.append(record)
+                    size += len(record)
+                piece = b"".join(parts)
             try:
                 written = os.write(self._fd, piece)
             except BlockingIOError:
@@ -251,9 +271,14 @@ class RecordingHub:
             except OSError:
                 self._lose_recorder()
                 return
-            self._head_sent += written
-            if self._head_sent == len(head):
-                self._queue.popleft()
+            while written:
+                head = queue[0]
+                left = len(head) - self._head_sent
+                if written < left:
+                    self._head_sent += written
+                    break
+                written -= left
+                queue.popleft()
                 self.pending -= len(head)
                 self._head_sent = 0
 

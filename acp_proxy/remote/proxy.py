@@ -56,6 +56,8 @@ from acp_proxy.remote.content_coding import Decoder, Undecodable, codings, decod
 from acp_proxy.remote.headers import WEBSOCKET_HANDSHAKE, end_to_end, header, recordable
 from acp_proxy.remote.recording import HubFeeder, wall_ns
 from acp_proxy.remote.upstream import Answer, Upstream, UpstreamError
+from acp_proxy.remote.upstream_websocket import InvalidText
+from acp_proxy.remote.websocket_out import MessageWriter
 from acp_proxy.stderr import Reporter
 
 C2A, A2C = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
@@ -120,7 +122,9 @@ def _excerpt(body: bytes) -> str | None:
 class _Outbox:
     """What waits to be sent to one client, bounded in bytes; sent in order by ``run``.
 
-    An item is an ASGI message, or ``bytes``: a piece of an answer body (``more_body``). The
+    An item is an ASGI message, ``bytes``: a piece of an answer body (``more_body``), or a
+    ``list`` of WebSocket messages (``str`` text, ``bytes`` binary) for ``send_messages``.
+    Pieces of the same kind that are waiting when the client takes the next are joined. The
     reader puts an item, then awaits ``room``: past ``bound`` bytes that waits until the
     client has taken half of them, and raises ``_TooSlow`` when it takes nothing for
     ``stall`` seconds meanwhile.
@@ -157,7 +161,10 @@ class _Outbox:
         self._ended = True
         self._ready.set()
 
-    async def run(self, send: Callable[[Any], Awaitable[None]]) -> None:
+    async def run(
+        self, send: Callable[[Any], Awaitable[None]],
+        send_messages: Callable[[list[str | bytes]], Awaitable[None]] | None = None,
+    ) -> None:  # fmt: skip
         items = self._items
         while True:
             await self._ready.wait()
@@ -172,9 +179,22 @@ class _Outbox:
                         parts.append(more)
                         size += more_size
                     item = b"".join(parts)
+                elif isinstance(item, list) and items and isinstance(items[0][0], list):
+                    # WebSocket messages that waited for the client go in one write, each
+                    # still its own frame (remote/websocket_out.py).
+                    messages = list(item)
+                    while items and isinstance(items[0][0], list) and size < _JOINED_BYTES:
+                        more, more_size = items.popleft()
+                        messages += more
+                        size += more_size
+                    item = messages
                 if isinstance(item, bytes):
                     item = {"type": "http.response.body", "body": item, "more_body": True}
-                await send(item)
+                if isinstance(item, list):
+                    assert send_messages is not None
+                    await send_messages(item)
+                else:
+                    await send(item)
                 self._bytes -= size
                 self._sent += 1
                 if self._bytes <= self._bound // 2:
@@ -564,7 +584,7 @@ class ReverseProxy:
     # --- WebSocket ----------------------------------------------------------------------
 
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
-        from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+        from websockets.exceptions import InvalidHandshake, InvalidStatus
 
         opening = await receive()
         if opening["type"] != "websocket.connect":
@@ -652,26 +672,31 @@ class ReverseProxy:
                     return
 
         async def from_upstream() -> None:
+            # A network read's messages at a time: recorded in one hand-off, then put for the
+            # client together (remote/upstream_websocket.py).
             try:
-                async for message in upstream:
-                    if isinstance(message, str):
-                        raw = message.encode()
-                        await self.feeder.message(key, A2C, raw, exchange, "websocket")
-                        outbox.put({"type": "websocket.send", "text": message}, len(raw))
-                        await outbox.room()
-                    else:
-                        await self.feeder.message(key, A2C, message, exchange, "websocket")
-                        outbox.put({"type": "websocket.send", "bytes": message}, len(message))
-                        await outbox.room()
-            except ConnectionClosed:
-                pass
+                async for messages, raws in upstream.batches():
+                    await self.feeder.messages(key, A2C, raws, exchange, "websocket")
+                    outbox.put(messages, sum(map(len, raws)))
+                    await outbox.room()
+            except InvalidText as invalid:
+                if "by" not in ended:
+                    ended["why"] = (
+                        f"the upstream sent {invalid}: the proxy ended the WebSocket (1007), "
+                        "what came before it forwarded"
+                    )
+                    ended.update(by="upstream", code=1007)
+                outbox.put({"type": "websocket.close", "code": 1007, "reason": ""}, 0)
+                outbox.end()
+                return
             ended.setdefault("by", "upstream")
             ended.setdefault("code", upstream.close_code or 1000)
             outbox.put({"type": "websocket.close", "code": _sendable_code(upstream.close_code),
                         "reason": upstream.close_reason or ""}, 0)  # fmt: skip
             outbox.end()
 
-        writer = asyncio.ensure_future(outbox.run(send))
+        offered = header(headers, b"sec-websocket-extensions") is not None
+        writer = asyncio.ensure_future(outbox.run(send, MessageWriter(send, offered).send))
         tasks = {asyncio.ensure_future(from_client()), asyncio.ensure_future(from_upstream()),
                  writer}  # fmt: skip
         error: str | None = None
@@ -711,7 +736,7 @@ class ReverseProxy:
             # pass the close frame's code on), so a client's close is taken as a close.
             self._end(connection, "closed")
         else:
-            why = f"the {ended.get('by')} closed the WebSocket with code {code}"
+            why = ended.get("why") or f"the {ended.get('by')} closed the WebSocket with code {code}"
             self._end(connection, "dropped", why)
 
 

@@ -16,7 +16,8 @@ Rules:
   (``--upstream-ca``) for a private CA. Verification is never turned off.
 - WebSocket connections (websockets) carry no keepalive pings of the proxy's own, no
   ``User-Agent`` of its own, no compression towards the upstream, and take messages up to
-  ``max_message`` bytes.
+  ``max_message`` bytes; their messages come a network read at a time
+  (remote/upstream_websocket.py).
 - Every failure to reach the upstream or to read its answer is ``UpstreamError``.
 """
 
@@ -32,7 +33,7 @@ import aiohttp
 from yarl import URL
 
 if TYPE_CHECKING:
-    from websockets.asyncio.client import ClientConnection
+    from acp_proxy.remote.upstream_websocket import BatchedConnection
 
 CONNECT_SECONDS = 10.0
 # An idle connection to the upstream is let go before common servers' own keep-alive ends
@@ -149,9 +150,11 @@ class Upstream:
 
     async def websocket(
         self, target: str, headers: list[tuple[bytes, bytes]], subprotocols: list[str]
-    ) -> ClientConnection:
+    ) -> BatchedConnection:
         from websockets.asyncio.client import connect
         from websockets.typing import Subprotocol
+
+        from acp_proxy.remote.upstream_websocket import BatchedConnection
 
         extra: list[tuple[str, str]] = [
             (name.decode("latin-1"), value.decode("latin-1")) for name, value in headers
@@ -159,7 +162,7 @@ class Upstream:
         options: dict[str, Any] = {}
         if self._tls is not None:
             options["ssl"] = self._tls
-        return await connect(
+        connection = await connect(
             self.endpoint.ws_url(target),
             additional_headers=extra,
             subprotocols=[Subprotocol(p) for p in subprotocols] or None,
@@ -169,8 +172,11 @@ class Upstream:
             open_timeout=CONNECT_SECONDS,
             compression=None,
             proxy=None,
+            create_connection=BatchedConnection,
             **options,
         )
+        assert isinstance(connection, BatchedConnection)
+        return connection
 
     async def aclose(self) -> None:
         await self._session.close()

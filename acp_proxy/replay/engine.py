@@ -25,6 +25,9 @@ Rules:
 - A request the recording never answered stays unanswered, whenever and however the replay
   ends: replay does what the recorded agent did. It is counted (``unanswered``), never a
   divergence, so a client that ends where the recording ended has not diverged.
+- The comparer that says where two messages differ (protocol/diffing.py) is imported when a
+  difference is first described, not with the engine: a replay that matches never pays for it
+  before its first answer.
 """
 
 from __future__ import annotations
@@ -35,7 +38,6 @@ from typing import Any, NamedTuple
 import orjson
 
 from acp_proxy.plural import counted
-from acp_proxy.protocol.diffing import first_difference
 from acp_proxy.protocol.jsonrpc import Kind, decode, envelope, id_key
 from acp_proxy.replay.expects import Expectations, describe
 from acp_proxy.replay.ids import id_span, with_id
@@ -241,6 +243,8 @@ class Replay:
         expected = self._expects.expects[same] if same is not None else self._expects.waiting()
         text = f"no recorded {what} matches this {method}"
         if expected is not None:
+            from acp_proxy.protocol.diffing import first_difference
+
             where = first_difference(expected.message, message) if same is not None else None
             text += f"; expected {describe(expected)}" + (f", differs at {where}" if where else "")
         self._note(expected.seq if expected else None, f"mismatch: {text}")
@@ -265,6 +269,8 @@ class Replay:
         expect = self._expects.expects[index]
         bound = self.bindings.match(expect.message, message)
         if bound is None:
+            from acp_proxy.protocol.diffing import first_difference
+
             where = first_difference(expect.message, message) or "$"
             self._note(
                 expect.seq,

@@ -26,7 +26,7 @@ from acp_proxy.protocol.acp import COMPACTION_KINDS, SESSION_LOAD, SESSION_RESUM
 from acp_proxy.protocol.jsonrpc import decode
 
 if TYPE_CHECKING:
-    from acp_proxy.store.values import RecordedFrame
+    from acp_proxy.store.replay_rows import RecordedFrame
 
 
 def is_history_request(method: str | None, params: Any) -> bool:

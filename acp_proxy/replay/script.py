@@ -34,7 +34,7 @@ from acp_proxy.protocol.jsonrpc import decode, envelope, id_key
 from acp_proxy.replay.history import is_history_request, materialized
 from acp_proxy.replay.match import Matcher
 from acp_proxy.replay.placeholders import has_placeholder
-from acp_proxy.store.values import RecordedFrame, ScriptRow
+from acp_proxy.store.replay_rows import RecordedFrame, ScriptRow
 
 SEND, RESPONSE, AGENT_REQUEST, NOTICE, FOLDED = range(5)
 REQUEST, NOTIFICATION, ANSWER, OTHER = "request", "notification", "answer", "other"

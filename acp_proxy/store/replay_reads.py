@@ -1,13 +1,13 @@
 """The queries of ``replay``: the frames of a recording, as the replay script needs them.
 
 Rules:
-- Read only. Only the columns replay uses are read (``store.values.RecordedFrame``), in
+- Read only. Only the columns replay uses are read (``store.replay_rows.RecordedFrame``), in
   ``seq`` order from the ``(connection_id, seq)`` index, in large batches: loading is most of
   the cost of replaying a long recording.
 - A REF that names a session narrows the replay to that session (see refs.scope).
 - ``load_script`` leaves out what replay does not need: an agent ``session/update``
   notification that is neither a notice nor a compaction (the bulk of a recording, sent
-  verbatim) comes as a ``store.values.Verbatim`` row (``seq``, ``mono_ns``, ``raw`` and 1);
+  verbatim) comes as a ``store.replay_rows.Verbatim`` row (``seq``, ``mono_ns``, ``raw`` and 1);
   the other frames (0 in that column) are then read in full, by ``seq``, as ``RecordedFrame``.
   SQLite classifies them. When a session is selected (by REF or ``session``), every frame comes as a
   ``RecordedFrame``, since selecting a session needs them all.
@@ -24,8 +24,9 @@ from acp_proxy.errors import RecordingError
 from acp_proxy.protocol.acp import COMPACTION_KINDS, LIVE_ONLY_UPDATE_KINDS, SESSION_UPDATE
 from acp_proxy.store.database import connect
 from acp_proxy.store.frame_types import Layout
-from acp_proxy.store.frames import Scope, scope
-from acp_proxy.store.values import RecordedFrame, ScriptRow
+from acp_proxy.store.refs import Scope, scope
+from acp_proxy.store.replay_rows import RecordedFrame, ScriptRow
+from acp_proxy.store.transport_kind import REMOTE, transport_of
 
 _BATCH = 8192
 _COLUMNS = (
@@ -71,14 +72,16 @@ def load(db_path: Path, ref: str | None) -> tuple[Scope, list[RecordedFrame]]:
 
 def load_script(
     db_path: Path, ref: str | None, session: str | None
-) -> tuple[Scope, list[ScriptRow]]:
-    """``load`` for ``replay.script.build``, verbatim frames as ``Verbatim`` rows (see rules)."""
+) -> tuple[Scope, list[ScriptRow], bool]:
+    """``load`` for ``replay.script.build``, verbatim frames as ``Verbatim`` rows (see rules),
+    and whether the connection was carried remotely (its frames are not lines)."""
     db = connect(db_path, create=False, readonly=True)
     try:
         target = scope(db, ref, sessions=True)
+        remote = transport_of(db, target.connection_id) in REMOTE
         if (session or target.session_id) is not None:
-            return target, list(_frames(db, target.connection_id))
-        return target, _script_rows(db, target.connection_id)
+            return target, list(_frames(db, target.connection_id)), remote
+        return target, _script_rows(db, target.connection_id), remote
     except sqlite3.Error as error:
         raise RecordingError(f"cannot read the recording: {error}") from error
     finally:

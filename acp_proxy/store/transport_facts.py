@@ -1,8 +1,6 @@
 """How a remote connection was carried: read for the check, exported, imported.
 
 Rules:
-- ``transport_of(db, connection_id)`` is the connection's ``transport`` column: ``stdio`` for
-  a recording of an older format (read without migrating) or one the proxy does not know.
 - ``transport_facts`` gives a remote connection's exchanges and frame transports as
   protocol/transport.py values (None for stdio), through store/remote.py's readers; the
   answer's header values are left behind (readers judge by names).
@@ -22,18 +20,7 @@ import orjson
 
 from acp_proxy.protocol.transport import Exchange, Transport
 from acp_proxy.store.remote import exchanges, frame_transports
-
-REMOTE = ("http", "websocket")
-
-
-def transport_of(db: sqlite3.Connection, connection_id: int) -> str:
-    try:
-        row = db.execute("SELECT transport FROM connection WHERE id = ?", (connection_id,))
-        found = row.fetchone()
-    except sqlite3.OperationalError:  # an older format, read without migrating
-        return "stdio"
-    value = found[0] if found else None
-    return value if isinstance(value, str) else "stdio"
+from acp_proxy.store.transport_kind import REMOTE, transport_of
 
 
 def _names(headers: Any) -> frozenset[str]:

@@ -9,7 +9,7 @@ Rules:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,28 +98,6 @@ class FrameRow:
     tool_call_id: str | None = None
     flags: tuple[str, ...] = ()  # bad_json, bad_utf8, not_jsonrpc, batch, no_newline
     carrier: Carrier | None = None  # a remote connection's frame: how it crossed
-
-
-class RecordedFrame(NamedTuple):
-    """The columns of a stored frame that replay needs (see docs/recording-format.md)."""
-
-    seq: int
-    direction: str
-    mono_ns: int
-    raw: bytes
-    kind: str
-    rpc_id: Any
-    method: str | None
-    update_kind: str | None
-    request_seq: int | None
-    session_id: str | None
-
-
-# A frame replay sends verbatim, as replay_reads.load_script reads it: (seq, mono_ns, raw, 1),
-# for an agent session/update notification that is neither a notice nor a compaction (nothing
-# in it takes part in matching or history).
-Verbatim = tuple[int, int, bytes, int]
-ScriptRow = RecordedFrame | Verbatim
 
 
 MARK_START, MARK_END = "\x02", "\x03"  # around a match in a search snippet

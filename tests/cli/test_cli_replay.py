@@ -205,7 +205,7 @@ def test_the_script_from_verbatim_rows_is_the_script_from_whole_frames(
     db = tmp_path / "r.sqlite"
     write_recording(db, exchange)
     _, frames = load(db, "last")
-    _, rows = load_script(db, "last", None)
+    _, rows, _ = load_script(db, "last", None)
     assert any(len(row) == 4 for row in rows)  # some frames came as Verbatim rows
     whole, light = build(frames, Matcher()), build(rows, Matcher())
     assert whole.outs == light.outs

@@ -110,3 +110,17 @@ def test_plain_replay_runs_without_click_or_an_event_loop(tmp_path: Path) -> Non
     modules = imported(tmp_path, "replay", "--timing", "x2", "--db", str(db), "1", given=client)
     assert loaded(modules, ASYNC | shell) == []
     assert "click" in modules
+
+
+def test_a_replay_that_matches_loads_only_what_it_answers_with(tmp_path: Path) -> None:
+    """No reader of other commands and no comparer: a mismatch imports the comparer when it
+    describes one, the readers belong to show, check and the inspector."""
+    db = tmp_path / "rec.sqlite"
+    write_recording(db, V1_CONVERSATION, label="v1")
+    client = b"".join(raw for direction, raw in V1_CONVERSATION if direction is C2A)
+    modules = imported(tmp_path, "replay", "--db", str(db), "1", given=client)
+    not_needed = {"acp_proxy.protocol.diffing", "acp_proxy.protocol.observer",
+                  "acp_proxy.protocol.latency", "acp_proxy.protocol.transport",
+                  "acp_proxy.store.values", "acp_proxy.store.readers", "acp_proxy.store.frames",
+                  "acp_proxy.store.remote", "acp_proxy.store.transport_facts"}  # fmt: skip
+    assert sorted(modules & not_needed) == []

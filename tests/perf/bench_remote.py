@@ -111,8 +111,10 @@ class Listener:
     def __init__(self, upstream: str, db: Path, *options: str, repo: Path = REPO) -> None:
         argv = [sys.executable, "-m", "acp_proxy", "record", "--db", str(db), "--listen",
                 "127.0.0.1:0", "--upstream", upstream, *options]  # fmt: skip
+        # Run from the checkout: ``-m`` puts the working directory first on the path, so a
+        # listener started from another directory would import that directory's package.
         self.process = subprocess.Popen(
-            argv, env=_env(repo), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE
+            argv, env=_env(repo), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=repo
         )
         assert self.process.stderr is not None
         line = self.process.stderr.readline().decode()

@@ -144,7 +144,7 @@ def main() -> None:
             assert out.read_bytes() == expected, "the replay did not send the recorded bytes"
             times["to-pipe"].append(_to_pipe(stdin, db, expected))
             start = time.perf_counter()
-            _, frames = load_script(db, "1", None)
+            _, frames, _ = load_script(db, "1", None)
             times["load"].append(time.perf_counter() - start)
             start = time.perf_counter()
             matcher = Matcher()

@@ -155,6 +155,39 @@ def test_a_slow_reader_is_ended_with_bounded_memory(tmp_path: Path) -> None:
     assert f"DELETE {cid}" in log.read_text()  # the upstream was told the connection is over
 
 
+def test_a_slow_websocket_reader_holds_the_upstream_back_then_is_ended(tmp_path: Path) -> None:
+    """A WebSocket client that takes nothing while the upstream streams 100 MB: the proxy
+    holds at most its bounds (it stops reading the upstream), then ends it after the stall."""
+    from websockets.sync.client import connect
+
+    db = tmp_path / "r.db"
+    params = '{"count":100000,"size":1000}'
+    request = f'{{"jsonrpc":"2.0","id":1,"method":"bench/stream","params":{params}}}'
+    with (
+        fake_agent(tmp_path / "log") as upstream,
+        Listener(db, upstream, "--client-stall", "1") as listener,
+    ):
+        before = _rss_kib(listener.process.pid)
+        with connect(
+            listener.ws_url, compression=None, max_size=None, max_queue=1, close_timeout=0.5
+        ) as ws:
+            ws.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            ws.send(request)
+            deadline = time.monotonic() + 60
+            peak = before
+            while time.monotonic() < deadline:
+                peak = max(peak, _rss_kib(listener.process.pid))
+                if any("too slowly" in line for line in listener.stderr_lines):
+                    break
+                time.sleep(0.05)
+    status, error = _rows(db, "SELECT status, error FROM connection")[0]
+    assert status == "dropped"
+    assert "read the WebSocket too slowly" in error
+    assert peak - before < 64 * 1024, (before, peak)
+    [(frames,)] = _rows(db, "SELECT frames_a2c FROM connection")
+    assert 0 < frames < 100_000
+
+
 def test_a_flood_of_connections(tmp_path: Path, python_examples: Path) -> None:
     db = tmp_path / "r.db"
     count = 100

@@ -10,7 +10,7 @@ from acp_proxy.protocol.acp import Direction
 from acp_proxy.replay.engine import Options, Replay, Step
 from acp_proxy.replay.match import Matcher
 from acp_proxy.replay.script import build
-from acp_proxy.store.values import RecordedFrame
+from acp_proxy.store.replay_rows import RecordedFrame
 from tests.support.helpers import observe_all
 
 Exchange = Sequence[tuple[Direction, bytes]]
