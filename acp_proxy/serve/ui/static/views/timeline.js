@@ -326,6 +326,7 @@ export function timelineView(root) {
       }
       accept({ total: Math.max(list.total, found.total), caught_up: found.caught_up && caughtUp, complete });
       if (found.index === null) { render(); return; }
+      if (cursor === list.visualOf(found.index)) return;  // drawn there by the first screen
       placeCursor(found.index);
       render();
   }
