@@ -142,3 +142,21 @@ def test_the_frame_named_by_the_url_comes_before_the_background_work(
     assert not early, (shown, asked)
     assert "indexing…" in shown["count"], shown
     assert page.get_attribute(f'#spacer .row[data-seq="{seq}"]', "aria-selected") == "true"
+
+
+def test_findings_not_checked_yet_are_said_so(served: Any, page: Any) -> None:
+    """A frame shown before the rule check has reached it says so, in its detail and beside
+    the row count; once the check has reached it, its findings are shown."""
+    page.goto(f"{served.url}#view=timeline&c=1&f=71")
+    page.wait_for_selector('#detail[aria-label="frame 71"] h2')
+    assert page.text_content("#detail #unchecked") == "The rule check has not started yet."
+    page.wait_for_function("() => document.querySelector('#count #checking').textContent")
+    # No initialize in this recording: every prompt is a finding (ACP008), shown once checked.
+    page.wait_for_selector("#detail .finding", timeout=60_000)
+    assert "ACP008" in page.text_content("#detail .finding")
+    page.wait_for_function("() => !document.querySelector('#count #checking').textContent")
+    # Checked to its end; the recording's status is still "running" (a live connection's
+    # check goes on with its frames): the detail says the check is still running, no more.
+    page.wait_for_function(
+        "() => document.querySelector('#detail #unchecked').textContent.includes('still running')"
+    )

@@ -434,6 +434,7 @@ def _detail(inspector: Inspector, cid: int, seq: int) -> dict[str, Any] | None:
                 inspector.documents, version, role, found["method"], found["update_kind"], value
             )
     out["findings"], out["stored_findings"] = inspector.frame_findings(cid, seq)
+    out["checked"] = inspector.check_progress(cid)  # the findings are all there once past seq
     out["schemas"] = inspector.documents is not None
     return out
 

@@ -357,6 +357,16 @@ class Inspector:
         stored = ui_reads.stored_findings_of(self.db.get(), connection_id, seq)
         return [orjson.loads(f) for f in found], stored
 
+    def check_progress(self, connection_id: int) -> dict[str, Any]:
+        """Whether the check has started, the last frame it has checked, whether it finished."""
+        with self._lock:
+            running = self._checks.get(connection_id)
+        if running is None:
+            return {"started": False, "checked_seq": 0, "finished": False}
+        with running.lock:
+            return {"started": True, "checked_seq": running.checked_seq,
+                    "finished": running.finished}  # fmt: skip
+
     def close(self) -> None:
         """End the checker processes."""
         with self._lock:

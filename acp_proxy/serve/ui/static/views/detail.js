@@ -5,6 +5,7 @@ import { api } from "../api.js";
 import { el, escaped, $ } from "../dom.js";
 import { bytes, duration, wall, DIR, speed } from "../format.js";
 import { setHash } from "../state.js";
+import { findings, checkedUpTo } from "../findings.js";
 
 export function detailOpen() { return !$("#detail").hidden; }
 export function closeDetail() { $("#detail").hidden = true; shownKey = null; }
@@ -28,6 +29,17 @@ function tree(value, descriptions) {
 }
 
 let shownKey = null, shown = Promise.resolve();
+// The frame shown before the rule check reached it: drawn again once the check has.
+let unchecked = null;
+findings.progress.add(() => {
+  if (!unchecked || shownKey !== unchecked.cid + ":" + unchecked.seq || findings.cid !== unchecked.cid) return;
+  if (findings.done || (!unchecked.reached && checkedUpTo(unchecked.cid, unchecked.seq))) {
+    const { cid, seq } = unchecked;
+    unchecked = null;
+    shownKey = null;
+    showFrame(cid, seq);
+  }
+});
 // Resolves once the frame's detail is on screen (or said it could not be read).
 export function showFrame(cid, seq) {
   const key = cid + ":" + seq;
@@ -59,8 +71,20 @@ async function drawFrame(cid, seq, key) {
     parts.push(el("h3", {}, "Its response"), el("div", { id: "pair" }, "pending: not answered (yet)"));
   }
   const found = [...d.findings, ...d.stored_findings.map((s) => ({ ...s, fix: null, stored: true }))];
+  // Until the check has finished, the findings shown are those found so far, and it says so.
+  const checked = d.checked.finished;
+  const reached = d.checked.checked_seq >= f.seq;
+  unchecked = checked ? null : { cid, seq, reached };
+  if (!checked) {
+    const at = d.checked.checked_seq.toLocaleString();
+    parts.push(el("h3", {}, "Findings"), el("p", { class: "fix", id: "unchecked" },
+      !d.checked.started ? "The rule check has not started yet."
+        : reached ? `The rule check is still running (at frame ${at}): a finding about this frame made later (an unanswered request, say) is not shown yet.`
+          : `The rule check has not reached this frame yet (it is at frame ${at}).`));
+  }
   if (found.length) {
-    parts.push(el("h3", {}, "Findings"), ...found.map((x) => el("div", { class: "finding " + x.severity },
+    if (checked) parts.push(el("h3", {}, "Findings"));
+    parts.push(...found.map((x) => el("div", { class: "finding " + x.severity },
       el("b", {}, x.rule), " ", el("span", { class: "badge " + x.severity }, x.severity), " ", x.message,
       x.fix ? el("div", { class: "fix" }, "Fix: " + x.fix) : null, x.source ? el("div", { class: "fix" }, "Spec: " + x.source) : null)));
   }

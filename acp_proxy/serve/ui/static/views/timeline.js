@@ -37,6 +37,12 @@ export function timelineView(root) {
   const fromSeq = Number(state.params.get("from")) || 0;
   const where = fromSeq ? { ...filters(), from: fromSeq } : filters();
   const list = new RunRows();
+  // How far the rule check has got, beside the row count, until every frame is checked.
+  const checking = el("span", { id: "checking" });
+  const sayChecking = () => {
+    checking.textContent = findings.cid !== cid || findings.done ? ""
+      : ` · rule check: ${findings.checkedSeq ? "at frame " + findings.checkedSeq.toLocaleString() : "starting"}…`;
+  };
   let caughtUp = false, complete = false, selected = null, cursor = null, follow = true, scannedSeq = 0;
   let first = state.overview ? state.overview.first_mono_ns : null;
   let alive = true, refreshing = false, again = false;
@@ -63,6 +69,7 @@ export function timelineView(root) {
     if (got.scanned_seq !== undefined) scannedSeq = got.scanned_seq;
     const count = $("#count");
     count.replaceChildren(counted(list.total, "row") + (caughtUp ? "" : " (indexing…)"));
+    count.append(checking);
     if (fromSeq) {
       count.append(` from frame ${fromSeq.toLocaleString()} · `,
         el("span", { class: "link", id: "from-start", on: { click: () => setHash({ from: null }) } }, "from the start"));
@@ -250,13 +257,14 @@ export function timelineView(root) {
     if (follow || !caughtUp) refresh();
     // The findings and the session list are not needed for the first screen: asked a moment
     // later (the list of sessions when the session filter is first used).
-    setTimeout(() => { if (alive) followFindings(cid); }, FINDINGS_AFTER_MS);
+    setTimeout(() => { if (alive) { followFindings(cid); sayChecking(); } }, FINDINGS_AFTER_MS);
     findings.listeners.add(render);
+    findings.progress.add(sayChecking);
     $("#filters").elements.session.addEventListener("focus", () => loadSessions(cid), { once: true });
   };
   const view = {
     ready,
-    leave() { alive = false; clearTimeout(play.timer); findings.listeners.delete(render); $("#playback").replaceChildren(); },
+    leave() { alive = false; clearTimeout(play.timer); findings.listeners.delete(render); findings.progress.delete(sayChecking); $("#playback").replaceChildren(); },
     playPause,
     frame(frame) { if (frame.connection_id === cid) refresh(); },
     // The keyboard: move the cursor over the visual rows; with the detail open, it follows.
