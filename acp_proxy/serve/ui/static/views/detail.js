@@ -3,7 +3,7 @@
 // marked (a terminal escape in agent stderr is shown, never obeyed).
 import { api } from "../api.js";
 import { el, escaped, $ } from "../dom.js";
-import { bytes, duration, wall, DIR, speed } from "../format.js";
+import { bytes, duration, wall, DIR, speed, number } from "../format.js";
 import { setHash } from "../state.js";
 import { findings, checkedUpTo } from "../findings.js";
 
@@ -76,7 +76,7 @@ async function drawFrame(cid, seq, key) {
   const reached = d.checked.checked_seq >= f.seq;
   unchecked = checked ? null : { cid, seq, reached };
   if (!checked) {
-    const at = d.checked.checked_seq.toLocaleString();
+    const at = number(d.checked.checked_seq);
     parts.push(el("h3", {}, "Findings"), el("p", { class: "fix", id: "unchecked" },
       !d.checked.started ? "The rule check has not started yet."
         : reached ? `The rule check is still running (at frame ${at}): a finding about this frame made later (an unanswered request, say) is not shown yet.`
@@ -96,7 +96,7 @@ async function drawFrame(cid, seq, key) {
     parts.push(el("p", { class: "fix" }, "Field descriptions need the schemas: acp-proxy schemas fetch"));
   }
   parts.push(el("h3", {}, "Exact bytes"), el("pre", { class: "raw", id: "raw" }, escaped(d.segments)));
-  if (d.truncated) parts.push(el("p", {}, `… ${d.truncated.toLocaleString()} more bytes`));
+  if (d.truncated) parts.push(el("p", {}, `… ${number(d.truncated)} more bytes`));
   parts.push(el("p", {}, el("a", { class: "link", href: `api/connections/${cid}/frames/${seq}/raw`, download: "" }, "download the bytes")));
   pane.replaceChildren(...parts);
 }

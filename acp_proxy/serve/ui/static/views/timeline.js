@@ -4,7 +4,7 @@
 import { api } from "../api.js";
 import { el, $ } from "../dom.js";
 import { findings, followFindings } from "../findings.js";
-import { bytes, counted, duration, offset, DIR, speed } from "../format.js";
+import { bytes, counted, duration, offset, DIR, speed, number } from "../format.js";
 import { state, setHash, filters, connectionId } from "../state.js";
 import { RunRows, ROW_H, PAGE, windowOf, reveal } from "../virtual.js";
 import { showFrame, detailOpen } from "./detail.js";
@@ -41,7 +41,7 @@ export function timelineView(root) {
   const checking = el("span", { id: "checking" });
   const sayChecking = () => {
     checking.textContent = findings.cid !== cid || findings.done ? ""
-      : ` · rule check: ${findings.checkedSeq ? "at frame " + findings.checkedSeq.toLocaleString() : "starting"}…`;
+      : ` · rule check: ${findings.checkedSeq ? "at frame " + number(findings.checkedSeq) : "starting"}…`;
   };
   let caughtUp = false, complete = false, selected = null, cursor = null, follow = true, scannedSeq = 0;
   let first = state.overview ? state.overview.first_mono_ns : null;
@@ -52,15 +52,15 @@ export function timelineView(root) {
   const ready = new Promise((resolve) => { markReady = resolve; });
   const live = () => state.overview && state.overview.status === "running";
 
-  async function loadPage(number) {
-    if (list.loading.has(number)) return;
-    list.loading.add(number);
+  async function loadPage(pageNumber) {
+    if (list.loading.has(pageNumber)) return;
+    list.loading.add(pageNumber);
     try {
-      const got = await api(`connections/${cid}/rows`, { ...where, offset: number * PAGE, limit: PAGE });
+      const got = await api(`connections/${cid}/rows`, { ...where, offset: pageNumber * PAGE, limit: PAGE });
       if (!alive) return;
       accept(got);
-      list.store(number, got.rows);
-    } finally { list.loading.delete(number); }
+      list.store(pageNumber, got.rows);
+    } finally { list.loading.delete(pageNumber); }
     render();
   }
   function accept(got) {
@@ -71,7 +71,7 @@ export function timelineView(root) {
     count.replaceChildren(counted(list.total, "row") + (caughtUp ? "" : " (indexing…)"));
     count.append(checking);
     if (fromSeq) {
-      count.append(` from frame ${fromSeq.toLocaleString()} · `,
+      count.append(` from frame ${number(fromSeq)} · `,
         el("span", { class: "link", id: "from-start", on: { click: () => setHash({ from: null }) } }, "from the start"));
     }
     if (state.overview && first === null) first = state.overview.first_mono_ns;
