@@ -150,13 +150,14 @@ def test_findings_not_checked_yet_are_said_so(served: Any, page: Any) -> None:
     page.goto(f"{served.url}#view=timeline&c=1&f=71")
     page.wait_for_selector('#detail[aria-label="frame 71"] h2')
     assert page.text_content("#detail #unchecked") == "The rule check has not started yet."
-    page.wait_for_function("() => document.querySelector('#count #checking').textContent")
+    page.wait_for_function("() => document.querySelector('#count #checking')?.textContent")
     # No initialize in this recording: every prompt is a finding (ACP008), shown once checked.
     page.wait_for_selector("#detail .finding", timeout=60_000)
     assert "ACP008" in page.text_content("#detail .finding")
-    page.wait_for_function("() => !document.querySelector('#count #checking').textContent")
+    page.wait_for_function("() => !document.querySelector('#count #checking')?.textContent")
     # Checked to its end; the recording's status is still "running" (a live connection's
     # check goes on with its frames): the detail says the check is still running, no more.
     page.wait_for_function(
-        "() => document.querySelector('#detail #unchecked').textContent.includes('still running')"
+        "() => (document.querySelector('#detail #unchecked')?.textContent || '')"
+        ".includes('still running')"
     )
