@@ -14,7 +14,8 @@ Rules:
 - The child ends when the check has finished, when the recording cannot be read, or when its
   stdin closes (the server has gone). A child that stops otherwise is a failure the page is
   told about, with the last line it said on stderr.
-- ``CheckRun`` is the check itself, usable in this process too (its findings as dicts).
+- ``CheckRun`` is the check itself, usable in this process too (its findings as dicts). The
+  rule engine is imported by the check, so the server itself never loads it.
 """
 
 from __future__ import annotations
@@ -25,27 +26,34 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
-from acp_proxy.check.base import RuleInfo
-from acp_proxy.check.engine import RULES
-from acp_proxy.check.scope_check import ScopeCheck
 from acp_proxy.errors import AcpProxyError
 from acp_proxy.store import readers as store_read
-from acp_proxy.store.refs import connection_scope
+
+if TYPE_CHECKING:
+    from acp_proxy.check.base import RuleInfo
 
 CHECK_STEP = 500
 CHECK_PAUSE_S = 0.2
-RULE_INFO: dict[str, RuleInfo] = {info.id: info for info in RULES}
 NO_FRAME = b"-"
+
+
+@cache
+def _rule_info() -> dict[str, RuleInfo]:
+    # The rule engine is imported where a check runs (the child), not by the server itself.
+    from acp_proxy.check.engine import RULES
+
+    return {info.id: info for info in RULES}
 
 
 def finding_record(finding: Any) -> dict[str, Any]:
     """A finding as the page shows it: the engine's words and the rule's summary, fix, source."""
-    info = RULE_INFO.get(finding.rule)
+    info = _rule_info().get(finding.rule)
     return {
         "seq": finding.seq, "direction": finding.direction, "rule": finding.rule,
         "severity": finding.severity, "message": finding.message,
@@ -82,6 +90,9 @@ class CheckRun:
     """One connection's check, step by step (``CHECK_STEP`` frames at a time)."""
 
     def __init__(self, db: store_read.Database, connection_id: int, schemas: Any) -> None:
+        from acp_proxy.check.scope_check import ScopeCheck
+        from acp_proxy.store.refs import connection_scope
+
         self.connection_id = connection_id
         self.check = ScopeCheck(connection_scope(db, connection_id), schemas)
 
@@ -201,7 +212,6 @@ def _end_with_stdin(fd: int) -> None:
 
 
 def run_child(path: Path, connection_id: int, schemas: bool, out: IO[bytes]) -> int:
-    lower_priority(whole_process=True)
     try:
         db = store_read.open_for_reading(path)
         run = CheckRun(db, connection_id, load_schemas()[0] if schemas else None)
@@ -229,6 +239,7 @@ def run_child(path: Path, connection_id: int, schemas: bool, out: IO[bytes]) -> 
 
 
 def main(argv: list[str]) -> int:
+    lower_priority(whole_process=True)  # first: the rule engine's import and the schemas too
     threading.Thread(target=_end_with_stdin, args=(sys.stdin.fileno(),), daemon=True).start()
     path, connection_id, schemas = Path(argv[0]), int(argv[1]), argv[2] == "1"
     return run_child(path, connection_id, schemas, sys.stdout.buffer)
