@@ -4,7 +4,7 @@ Rules:
 - The page's findings come from the same rule engine as ``acp-proxy check`` (``ScopeCheck``,
   the installed schemas when the server has them), so the page and the command agree.
 - The check runs in a child process (``python -m acp_proxy.serve.ui.checking DB CONNECTION
-  SCHEMAS``), at the lowest CPU priority: checking a million frames holds an interpreter for
+  SCHEMAS``), at the lowest CPU priority: checking a long recording holds an interpreter for
   many seconds, and in the server's own it made every request wait its turn (and, at low
   priority, wait for a thread the system had set aside). The server only reads lines.
 - The child writes one line per finding, ``SEQ JSON`` (``-`` for a finding of no frame), and
