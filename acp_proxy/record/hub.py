@@ -16,7 +16,8 @@ Rules:
   ``MAX_PENDING_BYTES`` wait; the caller then waits for room at most ``--max-recorder-wait``
   (``room`` says when there is some) and otherwise drops the message from the recording with
   ``lost`` (counted in the database, said once on stderr). Control records (open, exchange,
-  update, close, lost) are always taken: they are small and one per request at most.
+  update, close, lost, a stderr line) are always taken: they are small and one per request (a
+  stderr line: one per connection) at most.
 - The owner drives the pipe: when ``pending`` is not zero it calls ``flush`` once ``fileno()``
   is writable (an event loop's writer callback); ``finish`` sends the rest, closes the pipe
   and waits up to a deadline for the recorder's last commit, like ``Recording.finish``. With
@@ -49,6 +50,7 @@ from acp_proxy.record.hub_pipe import (
     LOST,
     MESSAGE,
     OPEN,
+    STDERR,
     STREAM_CODES,
     UPDATE,
 )
@@ -197,6 +199,12 @@ class RecordingHub:
         self._control(
             LOST, key, {"direction": direction.value, "frames": 1, "bytes": size, "reason": why}
         )
+
+    def stderr_line(self, key: int, mono_ns: int, line: bytes) -> None:
+        """A line the agent side of connection ``key`` wrote to its stderr (a replay's summary),
+        ``line`` with its line break; always taken, as a control record is."""
+        if not self._gone:
+            self._send(HEADER.pack(STDERR, 0, 0, key, 0, mono_ns, len(line)) + line)
 
     def update(self, key: int, **columns: Any) -> None:
         """Set columns of connection ``key``'s row (its ``Acp-Connection-Id`` ...)."""

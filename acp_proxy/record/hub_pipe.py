@@ -17,6 +17,8 @@ from acp_proxy.protocol.acp import Direction
 # kind, direction, stream, (padding), connection key, exchange seq, monotonic ns, payload length
 HEADER = struct.Struct("=BBBxIIQQ")
 OPEN, MESSAGE, EXCHANGE, EXCHANGE_SET, UPDATE, CLOSE, LOST, CONFIG = 1, 2, 3, 4, 5, 6, 7, 8
+# A line of the agent side's own stderr (a replay's summary): its payload is the line's bytes.
+STDERR = 9
 DIRECTION_CODES = {Direction.CLIENT_TO_AGENT: 0, Direction.AGENT_TO_CLIENT: 1}
 DIRECTIONS_BY_CODE = {code: direction for direction, code in DIRECTION_CODES.items()}
 # Which stream a message crossed on (store/remote.py STREAMS), as a code in the header.

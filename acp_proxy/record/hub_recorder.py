@@ -10,7 +10,9 @@ Rules:
 - Each connection has its own observer (protocol/observer.py, the one verdict), its own
   ``RecordingWriter`` row and counts; all share one SQLite connection. A message is one frame,
   ``raw`` exactly as it crossed, ``offset`` the sum of the sizes before it in its direction;
-  its transport row (store/remote.py) is written right after the frames of the batch.
+  its transport row (store/remote.py) is written right after the frames of the batch. A line
+  of the agent side's own stderr (``STDERR``: a replay's summary) is a ``stderr`` frame, as
+  stdio's recorder makes one, and crossed no stream: it has no transport row.
 - A connection that is closed is finished at the next batch (status, end, losses, the rest of
   its search index, its sinks closed) and forgotten: memory stays bounded by the connections
   open, not by the listener's lifetime.
@@ -184,6 +186,10 @@ class HubRecorder:
             self._message(connection, pipe.DIRECTIONS_BY_CODE[direction], mono_ns, payload,
                           exchange_seq, pipe.STREAMS_BY_CODE[stream])  # fmt: skip
             return
+        if kind == pipe.STDERR:
+            if (connection := self._connections.get(key)) is not None:
+                self._message(connection, Direction.AGENT_STDERR, mono_ns, payload, 0, None)
+            return
         value = orjson.loads(payload)
         if kind == pipe.CONFIG:
             self._configure(value)
@@ -208,7 +214,7 @@ class HubRecorder:
 
     def _message(
         self, connection: _Connection, direction: Direction, mono_ns: int, raw: bytes,
-        exchange_seq: int, stream: str,
+        exchange_seq: int, stream: str | None,
     ) -> None:  # fmt: skip
         totals = connection.totals[direction.value]
         record = connection.observer.observe(
@@ -217,7 +223,8 @@ class HubRecorder:
         totals[0] += 1
         totals[1] += len(raw)
         connection.records.append(record)
-        connection.transports.append((0, record.seq, exchange_seq, stream))
+        if stream is not None:  # a stderr line crossed no stream
+            connection.transports.append((0, record.seq, exchange_seq, stream))
 
     # --- writing ------------------------------------------------------------------------
 

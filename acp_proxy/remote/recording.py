@@ -88,6 +88,10 @@ class HubFeeder:
         self.hub.update(key, **columns)
         self._sent()
 
+    def stderr_line(self, key: int, line: bytes) -> None:
+        self.hub.stderr_line(key, time.monotonic_ns(), line)
+        self._sent()
+
     def close(self, key: int, status: str, error: str | None = None) -> None:
         self.hub.close(key, status, error)
         self._sent()

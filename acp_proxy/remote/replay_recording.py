@@ -14,7 +14,8 @@ Rules:
   connection are recorded as exchanges with their status; the refused body is not a frame
   (the replay never saw it).
 - Credential headers are recorded as present, without their value (remote/headers.py).
-- A connection's row: its command line is the replay's, its exit code 0 when the client
+- A connection's row: its command line is the replay's, the replay's summary paragraph its one
+  ``stderr`` line (as ``replay --record`` on stdio), its exit code 0 when the client
   matched the recording and 1 when it diverged, its status ``closed`` when the client left
   (DELETE, the WebSocket closed) and ``dropped`` when the listener stopped with it open.
 - ``NoRecording`` stands in when ``--record`` is not given: every call does nothing.
@@ -81,8 +82,11 @@ class ConnectionRecording:
     def identified(self, connection_id: str) -> None:
         self._feeder.update(self._key, remote_connection_id=connection_id)
 
-    def outcome(self, diverged: bool) -> None:
-        """The replay of this connection ended; closed once the client has left too."""
+    def outcome(self, diverged: bool, summary: str) -> None:
+        """The replay of this connection ended (its summary paragraph is recorded as the
+        agent's one ``stderr`` line, as ``replay --record`` records it on stdio); closed once
+        the client has left too."""
+        self._feeder.stderr_line(self._key, f"acp-proxy: {summary}\n".encode())
         self._diverged = diverged
         if self._left is not None:
             self.close()
@@ -130,7 +134,7 @@ class NoRecording(ConnectionRecording):
     def identified(self, _: str) -> None:
         pass
 
-    def outcome(self, _: bool) -> None:
+    def outcome(self, *_: Any) -> None:
         pass
 
     def client_left(self) -> None:

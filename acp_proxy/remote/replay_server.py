@@ -234,8 +234,9 @@ class Listener:
             self.finished.add(connection.connection_id)
         served = connection.served
         self.outcomes.append(served.diverged())
-        connection.recording.outcome(served.diverged())
-        self.report(served.summarize(connection.what))
+        summary = served.summarize(connection.what)
+        connection.recording.outcome(served.diverged(), summary)
+        self.report(summary)
 
     def _left(self, connection_id: str) -> None:
         """The client ended connection ``connection_id``: its recording can close."""

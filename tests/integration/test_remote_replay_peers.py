@@ -187,7 +187,11 @@ def assert_recorded_as_served(db: Path, websocket: bool) -> None:
         assert sorted(raw for d, raw, _ in served if d == direction) == sorted(
             raw.removesuffix(b"\n") for d, raw, _ in original if d == direction
         ), direction
-    streams = {(d, stream) for d, _, stream in served}
+    # The replay's summary paragraph is the served connection's one stderr line, on no stream.
+    summaries = [raw for d, raw, stream in served if d == "stderr" and stream is None]
+    assert len(summaries) == 1, served
+    assert b"No divergence." in summaries[0], summaries
+    streams = {(d, stream) for d, _, stream in served if d != "stderr"}
     if websocket:
         assert streams == {("c2a", "websocket"), ("a2c", "websocket")}
     else:

@@ -320,8 +320,22 @@ def test_recorded_refusals_and_a_connection_left_open(tmp_path: Path) -> None:
             "WHERE f.connection_id = 2 ORDER BY f.seq"
         ).fetchall()
         assert con.execute("SELECT count(*) FROM connection").fetchone()[0] == 2
+        summaries = con.execute(
+            "SELECT f.raw, f.kind, t.stream FROM frame f LEFT JOIN frame_transport t "
+            "ON t.connection_id = f.connection_id AND t.seq = f.seq "
+            "WHERE f.connection_id = 2 AND f.direction = 'stderr'"
+        ).fetchall()
+        lines_stderr = con.execute("SELECT lines_stderr FROM connection WHERE id = 2").fetchone()
     finally:
         con.close()
+    # The replay's summary, as said on stderr, is the connection's one stderr line.
+    ((summary, kind, stream),) = summaries
+    assert (kind, stream, lines_stderr) == ("stderr", None, (1,))
+    text = summary.decode()
+    assert text.startswith("acp-proxy: replay of connection 1 (served), remote connection 1")
+    assert text.endswith(".\n")
+    assert text.count("\n") == 1
+    assert text.rstrip("\n") in said
     connection_id = opened.headers["acp-connection-id"]
     assert row == ("http", "dropped", "the listener stopped with the connection open", 1,
                    connection_id)  # fmt: skip
