@@ -213,19 +213,22 @@ def test_eight_writers_at_once(db_path: Path) -> None:
     def write() -> None:
         try:
             db = connect(db_path)
-            barrier.wait()
+            barrier.wait(timeout=30)
             writer = RecordingWriter.start(db, NewConnection(["a"], "/", "t", 1))
             for start in range(0, len(records), 20):
                 writer.append(records[start : start + 20])
             db.close()
         except BaseException as error:  # reported by the assertion below
+            barrier.abort()  # the others stop waiting for this one
             errors.append(error)
 
-    threads = [threading.Thread(target=write) for _ in range(8)]
+    threads = [threading.Thread(target=write, daemon=True) for _ in range(8)]
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join()
+        thread.join(timeout=40)
+    assert not any(thread.is_alive() for thread in threads), "a writer never finished"
+    assert [e for e in errors if not isinstance(e, threading.BrokenBarrierError)] == []
     assert errors == []
     db = sqlite3.connect(db_path)
     counts = db.execute("SELECT count(*) FROM frame GROUP BY connection_id").fetchall()
