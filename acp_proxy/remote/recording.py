@@ -39,8 +39,14 @@ class HubFeeder:
         hub.joining = True
 
     def _sent(self) -> None:
-        if self.hub.pending and not self._watching and not self._turn_flush:
-            loop = self._loop = self._loop or asyncio.get_running_loop()
+        if not self.hub.pending or self._watching:
+            return
+        try:
+            loop = self._loop = asyncio.get_running_loop()
+        except RuntimeError:  # called after the loop has ended: the pipe takes it now
+            self.hub.flush()
+            return
+        if not self._turn_flush:
             loop.call_soon(self._end_of_turn)
             self._turn_flush = True
 
