@@ -535,21 +535,19 @@ def report(repeats: list[dict[str, Any]], args: argparse.Namespace) -> str:
     memory = [r["acp-proxy"]["memory"] for r in repeats if "memory" in r["acp-proxy"]]
     per = [(m["listener_peak_kib"] - m["listener_idle_kib"]) / args.connections for m in memory]
     rec = [(m["recorder_peak_kib"] - m["recorder_idle_kib"]) / args.connections for m in memory]
-    lines += (
-        [""]
-        if not memory
-        else [
-            "",
+    lines.append("")
+    if memory:
+        lines.append(
             f"listener idle RSS {median([m['listener_idle_kib'] for m in memory]) / 1024:.1f} MiB, "
             f"peak {median([m['listener_peak_kib'] for m in memory]) / 1024:.1f} MiB: "
             f"{median(per):.0f} KiB per connection; recorder process idle "
             f"{median([m['recorder_idle_kib'] for m in memory]) / 1024:.1f} MiB, peak "
             f"{median([m['recorder_peak_kib'] for m in memory]) / 1024:.1f} MiB "
-            f"({median(rec):.0f} KiB per connection).",
-        ]
-    )
-    checked = "Every proxy run's database held every message, none lost."
-    lines[-1] += f" {checked}" if memory else checked
+            f"({median(rec):.0f} KiB per connection). "
+        )
+    else:
+        lines.append("")
+    lines[-1] += "Every proxy run's database held every message, none lost."
     if OTLP_MODE in repeats[0]:
         lines += ["", *otlp_report(repeats, args)]
     if BASELINE_MODE in repeats[0]:
