@@ -339,6 +339,6 @@ export function timelineView(root) {
       render();
   }
   const started = start();
-  started.finally(() => markReady());
+  started.then(markReady, markReady);  // ready even if the first rows could not be read
   return view;
 }
