@@ -106,6 +106,8 @@ def ui_command(
         serve(make_app, ServeOptions(host, port, open_browser, watch_pid), report)
     except KeyboardInterrupt:  # Ctrl-C: stopped as asked, quietly (see the rules)
         sys.exit(EXIT_INTERRUPTED)
+    finally:
+        inspector.close()  # its rule checkers' processes
 
 
 def _wait_for_database(path: Path, pid: int) -> None:

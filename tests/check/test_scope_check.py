@@ -7,6 +7,7 @@ import json
 import zipfile
 from pathlib import Path
 
+import orjson
 import pytest
 
 from acp_proxy.serve.mcp.bounds import MIN_MAX_BYTES
@@ -21,6 +22,7 @@ from tests.support.cli import run
 from tests.support.fixtures_acp import V1_CONVERSATION
 from tests.support.helpers import A2C, line, observe_all
 from tests.support.schemas import installed_schemas
+from tests.support.ui_server import wait_for
 
 REASON = "frames not recorded: the recorder fell behind"
 # An answer to a request nobody sent: a finding of the stateful rules, besides REC001.
@@ -66,9 +68,13 @@ def test_check_bundle_mcp_and_the_inspector_give_the_same_findings(
     schemas, documents = load_schemas()
     assert schemas is not None
     inspector = Inspector(Database(holey), schemas, documents)
-    while not (checked := inspector.findings(1))["finished"]:
-        pass
-    ui = _found(checked["findings"])
+    inspector.start_checking(1)  # in a process of its own, as the page's
+    try:
+        checked = wait_for(lambda: (f := inspector.findings(1))["finished"] and f,
+                           "the inspector's check to finish")  # fmt: skip
+    finally:
+        inspector.close()
+    ui = _found(orjson.loads(orjson.dumps(checked["findings"])))
 
     assert {rule for rule, *_ in cli} >= {"REC001", "ACP004"}, cli
     assert cli == in_bundle == mcp == ui

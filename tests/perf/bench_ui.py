@@ -14,7 +14,8 @@ Needs the ``ui`` and ``test`` extras and Debian's chromium (``.ci/install-chromi
   connection's timeline to the first row in the DOM. Also timed: the first ``rows`` answer
   alone over HTTP (cold), a jump to the middle frame by URL (``f=SEQ``, a hash change in the
   open page) to the moment its row and its detail are on screen, and the same for the next
-  frame's URL opened in a fresh browser context.
+  frame's URL opened in a fresh browser context. The same two on a static page that draws the
+  frame's row and title at once from the URL: the browser's and the waits' own cost here.
 - conversation: one prompt answered by ``--conversation`` chunks, thought and message in turn
   (each its own item); per repeat a fresh server and page, timed from ``goto`` of the
   conversation to its first item, and to the moment the page says every frame is read.
@@ -281,6 +282,63 @@ def _wait_row(page: Any, seq: int) -> None:
     first) and the frame's detail is open."""
     page.wait_for_function(_ROW_ON_SCREEN, arg=seq, timeout=60_000)
     page.wait_for_function(_DETAIL_OF, arg=seq, timeout=60_000)
+
+
+# --------------------------------------------------------------------------- the browser's floor
+
+_FLOOR_PAGE = b"""<!DOCTYPE html><html><head><meta charset="utf-8"><script>
+function show() {
+  const seq = new URLSearchParams(location.hash.slice(1)).get("f");
+  const row = document.createElement("div");
+  row.className = "row"; row.dataset.seq = seq;
+  const title = document.createElement("h2");
+  title.textContent = "Frame " + seq + " ";
+  document.getElementById("spacer").replaceChildren(row);
+  document.getElementById("detail").replaceChildren(title);
+}
+document.addEventListener("DOMContentLoaded", show);
+addEventListener("hashchange", show);
+</script></head><body><div id="spacer"></div><div id="detail"></div></body></html>"""
+
+
+def floor(browser: Any, repeat: int) -> dict[str, list[float]]:
+    """The same two measures on a page that needs nothing: one static file that draws the
+    frame's row and title from the URL at once. What the browser, Playwright's waits and this
+    machine cost whatever the inspector does (the least a frame by URL can take here)."""
+    import http.server
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/html; charset=utf-8")
+            self.send_header("content-length", str(len(_FLOOR_PAGE)))
+            self.end_headers()
+            self.wfile.write(_FLOOR_PAGE)
+
+        def log_message(self, *args: Any) -> None:
+            del args
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    jump_ms, url_ms = [], []
+    try:
+        for _ in range(repeat):
+            context = browser.new_context(viewport={"width": 1400, "height": 820})
+            page = context.new_page()
+            t = time.perf_counter()
+            page.goto(f"{url}#f=1")
+            _wait_row(page, 1)
+            url_ms.append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            page.goto(f"{url}#f=2")
+            _wait_row(page, 2)
+            jump_ms.append((time.perf_counter() - t) * 1000)
+            context.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    return {"jump_ms": jump_ms, "url_ms": url_ms}
 
 
 # --------------------------------------------------------------------------- conversation
@@ -587,6 +645,8 @@ def main(argv: list[str] | None = None) -> int:
             report["first_screen"] = [
                 first_screen(browser, folder, n, args.repeat, sources) for n in args.frames
             ]
+            if args.frames:
+                report["floor"] = floor(browser, args.repeat)
             if args.conversation:
                 report["conversation"] = conversation(browser, folder, args.conversation,
                                                       args.repeat)  # fmt: skip
@@ -624,6 +684,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {part['frames']:,} | | ratio this / other | "
                   + " | ".join(f"{a / b:.2f}" for a, b in zip(this, other, strict=True))
                   + " |")  # fmt: skip
+    if "floor" in report:
+        f = report["floor"]
+        print(f"| | | a static page (the browser's floor) | | | {median(f['jump_ms']):.0f} ms "
+              f"| {median(f['url_ms']):.0f} ms | |")  # fmt: skip
     if "conversation" in report:
         c = report["conversation"]
         print(

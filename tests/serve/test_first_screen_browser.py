@@ -94,3 +94,70 @@ def test_a_far_frame_opens_near_it_in_one_step(served: Any, page: Any) -> None:
     assert not [url for url in asked if "/rows" in url and "from=" not in url], asked
     assert not [url for url in asked if "/locate" in url and "from=" not in url], asked
     assert page.text_content("#count").count("from frame 19,901") == 1
+
+
+# Every request the page makes, with when (page time), and the moment the frame named by the
+# URL is on screen: its row selected, its detail open, and what the count said then.
+WATCH_REQUESTS = """(() => {
+  window.acpAsked = [];
+  const ask = (url) => window.acpAsked.push([performance.now(), String(url)]);
+  const fetched = window.fetch;
+  window.fetch = function (url, options) { ask(url); return fetched.call(this, url, options); };
+  const Stream = window.EventSource;
+  window.EventSource = function (url, options) { ask(url); return new Stream(url, options); };
+  const seq = Number(new URLSearchParams(location.hash.slice(1)).get("f"));
+  new MutationObserver(() => {
+    if (window.acpShown) return;
+    const row = [...document.querySelectorAll('#spacer .row[aria-selected="true"]')].find(
+      (r) => Number(r.dataset.seq) <= seq && seq <= Number(r.dataset.last || r.dataset.seq));
+    const title = document.querySelector("#detail h2");
+    if (row && title && title.textContent.startsWith(`Frame ${seq} `)) {
+      const count = document.querySelector("#count").textContent;
+      window.acpShown = { at: performance.now(), count };
+    }
+  }).observe(document, { subtree: true, childList: true, attributes: true });
+})()"""
+BACKGROUND = ("scan=1", "/findings", "api/events")
+
+
+@pytest.mark.parametrize("seq", [71, 15_001])
+def test_the_frame_named_by_the_url_comes_before_the_background_work(
+    served: Any, page: Any, seq: int
+) -> None:
+    """A frame among the first rows, and one far into the recording: its row is drawn
+    selected and its detail open before the page asks for anything of the background (the
+    index's growth, the findings, the live stream), and the page says the index is not
+    complete yet."""
+    page.add_init_script(WATCH_REQUESTS)
+    page.goto(f"{served.url}#view=timeline&c=1&f={seq}")
+    page.wait_for_function("() => window.acpShown", timeout=20_000)
+    # The background work starts once the frame is shown: every part of it is asked for.
+    page.wait_for_function(
+        f"() => {list(BACKGROUND)}.every(b => window.acpAsked.some(([, url]) => url.includes(b)))",
+        timeout=20_000,
+    )
+    shown = page.evaluate("window.acpShown")
+    asked = page.evaluate("window.acpAsked")
+    early = [url for at, url in asked if at < shown["at"] and any(b in url for b in BACKGROUND)]
+    assert not early, (shown, asked)
+    assert "indexing…" in shown["count"], shown
+    assert page.get_attribute(f'#spacer .row[data-seq="{seq}"]', "aria-selected") == "true"
+
+
+def test_findings_not_checked_yet_are_said_so(served: Any, page: Any) -> None:
+    """A frame shown before the rule check has reached it says so, in its detail and beside
+    the row count; once the check has reached it, its findings are shown."""
+    page.goto(f"{served.url}#view=timeline&c=1&f=71")
+    page.wait_for_selector('#detail[aria-label="frame 71"] h2')
+    assert page.text_content("#detail #unchecked") == "The rule check has not started yet."
+    page.wait_for_function("() => document.querySelector('#count #checking')?.textContent")
+    # No initialize in this recording: every prompt is a finding (ACP008), shown once checked.
+    page.wait_for_selector("#detail .finding", timeout=60_000)
+    assert "ACP008" in page.text_content("#detail .finding")
+    page.wait_for_function("() => !document.querySelector('#count #checking')?.textContent")
+    # Checked to its end; the recording's status is still "running" (a live connection's
+    # check goes on with its frames): the detail says the check is still running, no more.
+    page.wait_for_function(
+        "() => (document.querySelector('#detail #unchecked')?.textContent || '')"
+        ".includes('still running')"
+    )

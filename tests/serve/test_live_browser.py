@@ -128,8 +128,15 @@ def test_a_live_conversation_streams_into_the_page(
     # (an agent stderr line between two chunks would end a run: rows follow what was recorded).
     chunks = [f for f in recorded if f["update_kind"] == "agent_message_chunk"]
     assert len(chunks) > 1
+    # (Frames may still come after the answer: the page is compared with what is recorded then.)
+    wait_for(
+        lambda: [(r["seq"], r["count"]) for r in shown_rows(page)] == expected_rows(frames(db)),
+        "the page's rows to be the recording's",
+        5,
+        lambda: ([(r["seq"], r["count"]) for r in shown_rows(page)], expected_rows(frames(db))),
+    )
+    recorded = frames(db)
     rows = shown_rows(page)
-    assert [(r["seq"], r["count"]) for r in rows] == expected_rows(recorded)
     run = next(r for r in rows if r["count"] > 1)
     members = [f for f in recorded if run["seq"] <= f["seq"] < run["seq"] + run["count"]]
     assert {f["update_kind"] for f in members} == {"agent_message_chunk"}

@@ -6,7 +6,10 @@ Rules:
   row, the first rows of a timeline, a frame, its place) take turns on one thread of their own
   (``QUICK``): run at once beside each other, their threads passed the interpreter back and
   forth at every row SQLite stepped, and on a busy machine each of them took many times its
-  own time. Everything else (scans, checks, the transcript, the diff) runs beside them.
+  own time. Everything else (scans, checks, the transcript, the diff) runs beside them, and
+  the inspector's background work waits while a quick read is on its way (turns.py).
+- Findings are paged (``since``, ``FINDINGS_PAGE`` at a time) and passed on as the checker
+  process wrote them; a frame's detail carries its own.
 - Answers are JSON (orjson); recorded strings are passed on as strings, bytes as text
   ``segments`` (present.py). A frame's exact bytes are also served as a download.
 - Bad parameters are 400 with one line; an unknown connection or frame is 404.
@@ -114,7 +117,8 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
     async def threaded(function: Callable[..., Any], *args: Any, lane: str = "") -> Any:
         try:
             if lane == QUICK:
-                return await anyio.to_thread.run_sync(partial(function, *args), limiter=quick)
+                with inspector.turns.quick():
+                    return await anyio.to_thread.run_sync(partial(function, *args), limiter=quick)
             return await run_in_threadpool(function, *args)
         except UnknownRecording as error:
             raise HTTPException(404, str(error)) from None
@@ -149,6 +153,7 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
                     shared.pop(key, None)
             except BaseException as error:
                 future.set_exception(error)
+                future.exception()  # said to this caller; others who wait are told as well
                 shared.pop(key, None)
                 raise
             found = shared.get(key, (generation, future))
@@ -195,16 +200,20 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
         limit = _int(request, "limit", 100, 0, MAX_LIMIT)
         scan = request.query_params.get("scan") == "1"
         start = _int(request, "from", 0)
-        await _exists(cid)
+
+        def read() -> dict[str, Any]:
+            # Asked in the same turn as the rows: a screen's first rows take one turn of the lane.
+            if not inspector.exists(cid):
+                raise HTTPException(404, "no such connection")
+            return inspector.rows(cid, where, offset, limit, scan, start)
+
         if scan:
-            return Json(await threaded(inspector.rows, cid, where, offset, limit, scan, start))
+            return Json(await threaded(read))
         key = ("rows", cid, where.key(), offset, limit, start)
         return await once_per_change(
-            key,
-            lambda: inspector.rows(cid, where, offset, limit, scan, start),
-            lambda answer: bool(answer["caught_up"]),
+            key, read, lambda answer: bool(answer["caught_up"]),
             QUICK if offset == 0 else "",  # a screen's first rows; a live tail's beside them
-        )
+        )  # fmt: skip
 
     async def locate(request: Request) -> Response:
         cid, where = connection_id(request), _filter(request)
@@ -243,13 +252,11 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
                         headers={"content-disposition": disposition})  # fmt: skip
 
     async def findings(request: Request) -> Response:
-        """Findings so far (from ``since`` on); the first call starts the background check."""
+        """Findings so far (a page of them from ``since`` on); the first call starts the check."""
         cid, since = connection_id(request), _int(request, "since", 0)
         await _exists(cid)
         inspector.start_checking(cid)
-        found = await threaded(lambda: inspector.findings(cid, step=False))
-        found["findings"] = found["findings"][since:]
-        return Json(found)
+        return Json(await threaded(inspector.findings, cid, since))
 
     async def sessions(request: Request) -> Response:
         cid = connection_id(request)
@@ -426,9 +433,8 @@ def _detail(inspector: Inspector, cid: int, seq: int) -> dict[str, Any] | None:
             out["descriptions"] = describe(
                 inspector.documents, version, role, found["method"], found["update_kind"], value
             )
-    checked = inspector.findings(cid, step=False)
-    out["findings"] = [f for f in checked["findings"] if f["seq"] == seq]
-    out["stored_findings"] = [f for f in checked["stored"] if f["seq"] == seq]
+    out["findings"], out["stored_findings"] = inspector.frame_findings(cid, seq)
+    out["checked"] = inspector.check_progress(cid)  # the findings are all there once past seq
     out["schemas"] = inspector.documents is not None
     return out
 

@@ -6,16 +6,19 @@ Rules:
   queries in worker threads, never on the event loop.
 - Indexes only ever extend: a timeline index is fed the frames after the last one it saw, the
   rule engine and the transcript model likewise. Each has its own lock, held while extending.
-- Work per request is bounded (``SCAN_STEP`` frames of index, ``CHECK_STEP`` frames of
-  checking): a million-frame recording is indexed over several requests while the first screen
+- Work per request is bounded (``SCAN_STEP`` frames of index, ``BACKGROUND_STEP`` when indexing
+  ahead): a million-frame recording is indexed over several requests while the first screen
   is already shown, and the page is told how far the index has got.
 - Findings come from the same rule engine as ``acp-proxy check`` (schemas when installed), so
-  the page and the command agree; stored findings (``record --check``) are shown as well.
+  the page and the command agree, checked in a process of its own (checking.py); stored
+  findings (``record --check``) are shown as well. A page reads them ``FINDINGS_PAGE`` at a
+  time; a frame's own are looked up by its seq.
+- Quick reads first (turns.py): indexing ahead of what a page asked for and the background
+  reading of a transcript wait, step by step, while a quick read is on its way.
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections import OrderedDict
@@ -23,29 +26,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from acp_proxy.check.base import RuleInfo
-from acp_proxy.check.engine import RULES
-from acp_proxy.check.scope_check import ScopeCheck
-from acp_proxy.errors import AcpProxyError, UnreadableRecording
+import orjson
+
+from acp_proxy.errors import UnreadableRecording
 from acp_proxy.inspect.transcript.model import Transcript
+from acp_proxy.serve.ui.checking import CheckProcess, load_schemas, lower_priority
 from acp_proxy.serve.ui.rows import RowIndex
+from acp_proxy.serve.ui.turns import QuickFirst
 from acp_proxy.store import readers as store_read
 from acp_proxy.store import ui_reads
 from acp_proxy.store.readers import FrameFilter
-from acp_proxy.store.refs import connection_scope
+
+__all__ = ["Database", "Inspector", "load_schemas"]
 
 SCAN_STEP = 20_000
+BACKGROUND_STEP = 2_000
 FIRST_STEP = 2_000
 QUICK_REACH = 20_000
 SCAN_BUDGET_S = 0.25
-CHECK_STEP = 500
-CHECK_PAUSE_S = 0.2
-CHECK_YIELD_S = 0.005
+FINDINGS_PAGE = 5_000
+YIELD_S = 0.005
 FILTERED_INDEXES = 16
 MEMO_ENTRIES = 64
 TRANSCRIPT_STEP = 1_000
 TRANSCRIPT_BUDGET_S = 0.1
-RULE_INFO: dict[str, RuleInfo] = {info.id: info for info in RULES}
 
 
 class Database:
@@ -72,14 +76,6 @@ class _Timeline:
 
 
 @dataclass
-class _Findings:
-    check: ScopeCheck
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    found: list[dict[str, Any]] = field(default_factory=list)  # check.findings, for the page
-    failed: str | None = None  # why the recording could not be checked (a damaged file)
-
-
-@dataclass
 class _Conversation:
     transcript: Transcript
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -97,10 +93,10 @@ class Inspector:
         self.documents = documents  # parsed schema documents for field descriptions, or None
         self._lock = threading.Lock()
         self._timelines: OrderedDict[tuple[int, tuple[Any, ...]], _Timeline] = OrderedDict()
-        self._findings: dict[int, _Findings] = {}
+        self._checks: dict[int, CheckProcess] = {}
+        self.turns = QuickFirst()
         self._conversations: dict[int, _Conversation] = {}
         self._answers: dict[tuple[int, int], tuple[int, Any]] = {}  # (cid, seq) -> (seen, ans)
-        self._checking: set[int] = set()
         self._reading: set[int] = set()
         self._counts: dict[int, tuple[int, int, int, int]] = {}  # last seq, turns, errors, bad
         self._memo: OrderedDict[tuple[Any, ...], tuple[tuple[int, ...], Any]] = OrderedDict()
@@ -190,7 +186,10 @@ class Inspector:
         db = self.db.get()
         deadline = time.monotonic() + budget_s
         step = FIRST_STEP
+        ahead = False  # indexing past what was asked for: background work
         while True:
+            if ahead and not self.turns.background_turn(deadline - time.monotonic()):
+                return timeline  # quick reads kept coming until the deadline
             with timeline.lock:
                 index = timeline.index
                 reached = len(index) >= wanted_rows and index.scanned_seq >= until_seq
@@ -198,6 +197,9 @@ class Inspector:
                     return timeline
                 if not reached and until_seq and time.monotonic() > deadline:
                     return timeline
+                if reached and not ahead:  # from here on, each step waits its turn
+                    ahead, step = True, min(step, BACKGROUND_STEP)
+                    continue
                 status = store_read.status(db, connection_id)  # read first: frames land before it
                 keys = ui_reads.scan_keys(db, connection_id, where, index.scanned_seq, step)
                 if index.feed(keys) < step:
@@ -205,7 +207,7 @@ class Inspector:
                     timeline.complete = status != "running"
                     return timeline
                 timeline.caught_up = timeline.complete = False
-            step = min(step * 2, SCAN_STEP)
+            step = min(step * 2, BACKGROUND_STEP if ahead else SCAN_STEP)
 
     def rows(
         self,
@@ -306,63 +308,71 @@ class Inspector:
     # ------------------------------------------------------------------ findings
 
     def start_checking(self, connection_id: int) -> None:
-        """Check the connection in a background thread, following it while it is live."""
+        """Check the connection in a process of its own (checking.py), following it while it
+        is live; once per connection."""
         with self._lock:
-            if connection_id in self._checking:
+            if connection_id in self._checks:
                 return
-            self._checking.add(connection_id)
+            self._checks[connection_id] = CheckProcess.start(
+                self.db.path, connection_id, self.schemas is not None
+            )
 
-        def run() -> None:
-            _lower_priority()
-            while True:
-                try:
-                    found = self.findings(connection_id)
-                except AcpProxyError:  # a damaged recording: the findings request says it
-                    return
-                if found["complete"] and found["finished"]:
-                    return
-                # Between steps the requests have the interpreter to themselves for a moment.
-                time.sleep(CHECK_PAUSE_S if found["complete"] else CHECK_YIELD_S)
-
-        threading.Thread(
-            target=run, name=f"acp-proxy-ui-check-{connection_id}", daemon=True
-        ).start()
-
-    def findings(self, connection_id: int, *, step: bool = True) -> dict[str, Any]:
-        """Findings of the rule engine so far; ``step``: check up to ``CHECK_STEP`` more frames.
+    def findings(
+        self, connection_id: int, since: int = 0, limit: int = FINDINGS_PAGE
+    ) -> dict[str, Any]:
+        """Findings ``[since, since + limit)`` of the check so far, as JSON ready to send
+        (``orjson.Fragment``); ``total``: how many so far, ``more``: some after these.
 
         ``complete``: every frame committed so far is checked; ``finished``: the connection
-        has ended and so have its checks.
+        has ended and so have its checks. Nothing is checked before ``start_checking``.
         """
         db = self.db.get()
         with self._lock:
-            state = self._findings.get(connection_id)
-            if state is None:
-                check = ScopeCheck(connection_scope(db, connection_id), self.schemas)
-                state = self._findings[connection_id] = _Findings(check)
-        # Only a step takes the lock: a read of what is found so far never waits for the
-        # checker's step (the list only grows, and a copy of it is taken at once).
-        with state.lock if step else contextlib.nullcontext():
-            if state.failed is not None:
-                raise UnreadableRecording(state.failed)
-            check = state.check
-            status = store_read.status(db, connection_id)  # read first: frames land before it
-            if step and not check.finished:
-                try:
-                    stepped = check.step(db, CHECK_STEP)
-                except UnreadableRecording as error:
-                    state.failed = str(error)
-                    raise
-                if stepped < CHECK_STEP and status != "running":
-                    check.finish(db)
-                state.found += [_finding(f) for f in check.findings[len(state.found) :]]
-            complete = check.finished or check.checked_seq >= store_read.last_seq(db, connection_id)
-            return {
-                "findings": list(state.found), "checked_seq": check.checked_seq,
-                "complete": complete, "finished": check.finished,
-                "schemas": self.schemas is not None,
-                "stored": ui_reads.stored_findings(db, connection_id),
-            }  # fmt: skip
+            running = self._checks.get(connection_id)
+        found: list[bytes] = []
+        total, checked, finished = 0, 0, False
+        if running is not None:
+            with running.lock:
+                if running.failed is not None:
+                    raise UnreadableRecording(running.failed)
+                found = running.found[since : since + limit]
+                total, checked, finished = len(running.found), running.checked_seq, running.finished
+        complete = finished or (running is not None and checked >= store_read.last_seq(
+            db, connection_id))  # fmt: skip
+        return {
+            "findings": [orjson.Fragment(f) for f in found], "total": total,
+            "more": since + len(found) < total, "checked_seq": checked,
+            "complete": complete, "finished": finished, "schemas": self.schemas is not None,
+            "stored": ui_reads.stored_findings(db, connection_id),
+        }  # fmt: skip
+
+    def frame_findings(self, connection_id: int, seq: int) -> tuple[list[Any], list[Any]]:
+        """The findings of one frame so far, and the stored ones (``record --check``)."""
+        with self._lock:
+            running = self._checks.get(connection_id)
+        found: list[bytes] = []
+        if running is not None:
+            with running.lock:
+                found = list(running.by_seq.get(seq, ()))
+        stored = ui_reads.stored_findings_of(self.db.get(), connection_id, seq)
+        return [orjson.loads(f) for f in found], stored
+
+    def check_progress(self, connection_id: int) -> dict[str, Any]:
+        """Whether the check has started, the last frame it has checked, whether it finished."""
+        with self._lock:
+            running = self._checks.get(connection_id)
+        if running is None:
+            return {"started": False, "checked_seq": 0, "finished": False}
+        with running.lock:
+            return {"started": True, "checked_seq": running.checked_seq,
+                    "finished": running.finished}  # fmt: skip
+
+    def close(self) -> None:
+        """End the checker processes."""
+        with self._lock:
+            checks, self._checks = list(self._checks.values()), {}
+        for running in checks:
+            running.close()
 
     # ------------------------------------------------------------------ conversation
 
@@ -376,11 +386,20 @@ class Inspector:
                 )
             return state
 
-    def _apply(self, state: _Conversation, connection_id: int, budget_s: float | None) -> bool:
-        """Apply the frames not applied yet (for at most ``budget_s``); True: all applied."""
+    def _apply(
+        self,
+        state: _Conversation,
+        connection_id: int,
+        budget_s: float | None,
+        background: bool = False,
+    ) -> bool:
+        """Apply the frames not applied yet (for at most ``budget_s``); True: all applied.
+        ``background``: each step waits while a quick read is on its way."""
         db = self.db.get()
         deadline = None if budget_s is None else time.monotonic() + budget_s
         while True:
+            if background:
+                self.turns.background_turn()
             count = 0
             for frame in store_read.frames(
                 db, connection_id, after_seq=state.applied_seq, limit=TRANSCRIPT_STEP
@@ -451,52 +470,16 @@ class Inspector:
             self._reading.add(connection_id)
 
         def run() -> None:
-            _lower_priority()
+            lower_priority()
             try:
                 state = self._conversation(connection_id)
                 while True:
                     with state.lock:
-                        if self._apply(state, connection_id, TRANSCRIPT_BUDGET_S):
+                        if self._apply(state, connection_id, TRANSCRIPT_BUDGET_S, True):
                             return
-                    time.sleep(CHECK_YIELD_S)
+                    time.sleep(YIELD_S)
             finally:
                 with self._lock:
                     self._reading.discard(connection_id)
 
         threading.Thread(target=run, name=f"acp-proxy-ui-read-{connection_id}", daemon=True).start()
-
-
-def _lower_priority() -> None:
-    """Give this thread the lowest CPU priority (Linux: nice is per thread), so that checking
-    a fast live recording never takes CPU from the proxy forwarding it."""
-    import os
-
-    native = getattr(threading, "get_native_id", None)
-    if native is None or not hasattr(os, "setpriority"):
-        return
-    try:
-        os.setpriority(os.PRIO_PROCESS, native(), 19)
-    except OSError:
-        return
-
-
-def _finding(finding: Any) -> dict[str, Any]:
-    info = RULE_INFO.get(finding.rule)
-    return {
-        "seq": finding.seq, "direction": finding.direction, "rule": finding.rule,
-        "severity": finding.severity, "message": finding.message,
-        "summary": info.summary if info else None, "fix": info.fix if info else None,
-        "source": info.source if info else None,
-    }  # fmt: skip
-
-
-def load_schemas() -> tuple[Any, Any]:
-    """The compiled schemas and their documents, or ``(None, None)`` when none are installed."""
-    from acp_proxy.check.schema_files import load_documents
-    from acp_proxy.check.schemas import SchemaBook, SchemaError
-
-    try:
-        documents = load_documents()
-        return SchemaBook(documents, "installed"), documents
-    except (AcpProxyError, SchemaError, ValueError):
-        return None, None

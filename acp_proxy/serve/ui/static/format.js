@@ -15,9 +15,16 @@ export function offset(ns) {
   const s = ns / 1e9;
   return s < 1 ? (ns / 1e6).toFixed(1) + " ms" : s < 6000 ? s.toFixed(3) + " s" : (s / 60).toFixed(1) + " min";
 }
+// A number with its thousands grouped: number(1234567) is "1,234,567". (Not toLocaleString: its
+// first call in a page loads the browser's locale data, a cost every new page paid before its
+// first rows were drawn.)
+export function number(n) {
+  const [whole, fraction] = String(n).split(".");
+  return whole.replace(/\B(?=(\d{3})+(?!\d))/g, ",") + (fraction ? "." + fraction : "");
+}
 // A count and its noun, singular for one: counted(1, "row") is "1 row", counted(3, "row") "3 rows".
 export function counted(n, singular, plural = singular + "s") {
-  return `${n.toLocaleString()} ${n === 1 ? singular : plural}`;
+  return `${number(n)} ${n === 1 ? singular : plural}`;
 }
 export const DIR = { c2a: "c→a", a2c: "a→c", stderr: "err" };
 export function peer(info, argv) {

@@ -71,7 +71,9 @@ export async function route() {
   if (!frame) closeDetail();
   await state.overviewReady;
   showCurrent();
-  openStream(cid);
+  // The live stream once the view's first screen is shown (a frame named by the URL first).
+  if (state.view.ready) await state.view.ready;
+  if (cid === connectionId()) openStream(cid);
 }
 onRoute(route);
 

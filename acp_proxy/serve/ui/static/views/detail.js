@@ -3,8 +3,9 @@
 // marked (a terminal escape in agent stderr is shown, never obeyed).
 import { api } from "../api.js";
 import { el, escaped, $ } from "../dom.js";
-import { bytes, duration, wall, DIR, speed } from "../format.js";
+import { bytes, duration, wall, DIR, speed, number } from "../format.js";
 import { setHash } from "../state.js";
+import { findings, checkedUpTo } from "../findings.js";
 
 export function detailOpen() { return !$("#detail").hidden; }
 export function closeDetail() { $("#detail").hidden = true; shownKey = null; }
@@ -27,13 +28,33 @@ function tree(value, descriptions) {
   return el("div", { class: "tree" }, node(null, value, "$", 0));
 }
 
-let shownKey = null;
-export async function showFrame(cid, seq) {
-  const pane = $("#detail");
-  pane.hidden = false;
+let shownKey = null, shown = Promise.resolve();
+// The frame shown before the rule check reached it: drawn again once the check has.
+let unchecked = null;
+findings.progress.add(() => {
+  if (!unchecked || shownKey !== unchecked.cid + ":" + unchecked.seq || findings.cid !== unchecked.cid) return;
+  if (findings.done || (!unchecked.reached && checkedUpTo(unchecked.cid, unchecked.seq))) {
+    const { cid, seq } = unchecked;
+    unchecked = null;
+    shownKey = null;
+    showFrame(cid, seq);
+  } else if (!unchecked.reached && findings.checkedSeq) {  // on its way: where it is now
+    const note = $("#detail #unchecked");
+    if (note) note.textContent = notReached(findings.checkedSeq);
+  }
+});
+const notReached = (at) => `The rule check has not reached this frame yet (it is at frame ${number(at)}).`;
+// Resolves once the frame's detail is on screen (or said it could not be read).
+export function showFrame(cid, seq) {
   const key = cid + ":" + seq;
-  if (shownKey === key && !pane.hidden) return;  // shown, or on its way
+  $("#detail").hidden = false;
+  if (shownKey === key) return shown;  // shown, or on its way
   shownKey = key;
+  shown = drawFrame(cid, seq, key);
+  return shown;
+}
+async function drawFrame(cid, seq, key) {
+  const pane = $("#detail");
   pane.setAttribute("aria-label", "frame " + seq);
   pane.replaceChildren(el("p", {}, "loading frame " + seq + "…"));
   let d;
@@ -54,8 +75,20 @@ export async function showFrame(cid, seq) {
     parts.push(el("h3", {}, "Its response"), el("div", { id: "pair" }, "pending: not answered (yet)"));
   }
   const found = [...d.findings, ...d.stored_findings.map((s) => ({ ...s, fix: null, stored: true }))];
+  // Until the check has finished, the findings shown are those found so far, and it says so.
+  const checked = d.checked.finished;
+  const reached = d.checked.checked_seq >= f.seq;
+  unchecked = checked ? null : { cid, seq, reached };
+  if (!checked) {
+    const at = number(d.checked.checked_seq);
+    parts.push(el("h3", {}, "Findings"), el("p", { class: "fix", id: "unchecked" },
+      !d.checked.started ? "The rule check has not started yet."
+        : reached ? `The rule check is still running (at frame ${at}): a finding about this frame made later (an unanswered request, say) is not shown yet.`
+          : notReached(d.checked.checked_seq)));
+  }
   if (found.length) {
-    parts.push(el("h3", {}, "Findings"), ...found.map((x) => el("div", { class: "finding " + x.severity },
+    if (checked) parts.push(el("h3", {}, "Findings"));
+    parts.push(...found.map((x) => el("div", { class: "finding " + x.severity },
       el("b", {}, x.rule), " ", el("span", { class: "badge " + x.severity }, x.severity), " ", x.message,
       x.fix ? el("div", { class: "fix" }, "Fix: " + x.fix) : null, x.source ? el("div", { class: "fix" }, "Spec: " + x.source) : null)));
   }
@@ -67,7 +100,7 @@ export async function showFrame(cid, seq) {
     parts.push(el("p", { class: "fix" }, "Field descriptions need the schemas: acp-proxy schemas fetch"));
   }
   parts.push(el("h3", {}, "Exact bytes"), el("pre", { class: "raw", id: "raw" }, escaped(d.segments)));
-  if (d.truncated) parts.push(el("p", {}, `… ${d.truncated.toLocaleString()} more bytes`));
+  if (d.truncated) parts.push(el("p", {}, `… ${number(d.truncated)} more bytes`));
   parts.push(el("p", {}, el("a", { class: "link", href: `api/connections/${cid}/frames/${seq}/raw`, download: "" }, "download the bytes")));
   pane.replaceChildren(...parts);
 }

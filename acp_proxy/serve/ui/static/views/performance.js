@@ -3,7 +3,7 @@
 // percentiles, `acp_proxy.protocol.latency`, as `acp-proxy stats --by-method`).
 import { api } from "../api.js";
 import { el, svg } from "../dom.js";
-import { counted, duration, ms, speed } from "../format.js";
+import { counted, duration, ms, speed, number } from "../format.js";
 import { listNav } from "../nav.js";
 import { state, setHash, connectionId } from "../state.js";
 import { sortable } from "../table.js";
@@ -41,7 +41,7 @@ function insightList(ins, live) {
   const items = [];
   const link = (seq, text) => el("span", { class: "link", "data-seq": seq, on: { click: () => setHash({ f: seq }) } }, text);
   if (live) items.push(el("li", { class: "note" }, `Live: figures cover the ${counted(ins.answered, "call")} answered so far; more may come.`));
-  if (ins.pending) items.push(el("li", {}, `${ins.pending.toLocaleString()} request${ins.pending > 1 ? "s" : ""} not answered${live ? " yet" : ""}: in no figure.`));
+  if (ins.pending) items.push(el("li", {}, `${number(ins.pending)} request${ins.pending > 1 ? "s" : ""} not answered${live ? " yet" : ""}: in no figure.`));
   if (ins.slowest) items.push(el("li", {}, "Slowest call: ", el("b", {}, ins.slowest.method), " ", el("span", { class: "lat " + speed(ins.slowest.latency_ns) }, duration(ins.slowest.latency_ns)), " (", link(ins.slowest.seq, "frame " + ins.slowest.seq), ")"));
   for (const t of ins.long_tail) items.push(el("li", {}, "Long tail: ", el("b", {}, t.method), ` p99 ${duration(t.p99_ns)} is ${t.ratio.toFixed(0)}× its p50 ${duration(t.p50_ns)}`));
   for (const o of ins.outliers) items.push(el("li", {}, "Outlier: ", el("b", {}, o.method), " ", el("span", { class: "lat " + speed(o.latency_ns) }, duration(o.latency_ns)), ` (p95 ${duration(o.p95_ns)}) `, link(o.seq, "frame " + o.seq)));
@@ -98,12 +98,12 @@ export function performanceView(root) {
     const end = p.last_mono_ns || 0;
     root.replaceChildren(
       el("h3", { class: "toolbar" }, "Insights (complete request/response pairs only)"), insightList(p.insights, p.live),
-      el("h3", { class: "toolbar" }, `Waterfall: ${p.calls.length.toLocaleString()} of ${p.calls_total.toLocaleString()} calls; idle stretches over ${duration(GAP_NS)} compressed (hatched)`),
+      el("h3", { class: "toolbar" }, `Waterfall: ${number(p.calls.length)} of ${number(p.calls_total)} calls; idle stretches over ${duration(GAP_NS)} compressed (hatched)`),
       el("div", { class: "scroll-x" }, waterfall(p.calls, end, Math.max(480, root.clientWidth - 40))),
       el("h3", { class: "toolbar" }, "Per method (nearest-rank percentiles, as acp-proxy stats --by-method)"),
       sortable([["method", "method"], ["direction", "direction"], ["count", "count", true], ["p50", "p50_ms", true], ["p95", "p95_ms", true],
         ["p99", "p99_ms", true], ["max", "max_ms", true], ["errors", "errors", true], ["unanswered", "unanswered", true]], methods, "methods"),
-      el("h3", { class: "toolbar", id: "turns-status" }, "Per prompt turn" + (p.turns_complete ? "" : ` (reading the recording… ${turns.length.toLocaleString()} turns so far)`)),
+      el("h3", { class: "toolbar", id: "turns-status" }, "Per prompt turn" + (p.turns_complete ? "" : ` (reading the recording… ${number(turns.length)} turns so far)`)),
       sortable([["session", "session_id"], ["turn", "turn", true], ["prompt frame", "prompt_seq", true], ["accepted", "accepted_ms", true],
         ["first text", "first_text_ms", true], ["duration", "duration_ms", true], ["tools", "tool_calls", true], ["permissions", "permissions", true],
         ["permission wait", "permission_wait_ms", true], ["stop", "stop_reason"]], turns, "turns"));

@@ -2,7 +2,7 @@
 // live. It fits the window: long names are cut with an ellipsis (whole in the tooltip).
 import { api } from "../api.js";
 import { el } from "../dom.js";
-import { duration, wall, peer } from "../format.js";
+import { duration, wall, peer, number } from "../format.js";
 import { listNav } from "../nav.js";
 import { state, setHash } from "../state.js";
 
@@ -34,7 +34,7 @@ export function recordingsView(root) {
         cell("num", String(c.protocol_version ?? "")),
         el("td", {}, live ? el("span", { class: "badge live" }, "live") : ended),
         cell("when", wall(c.started_ns)), cell("num", String(c.turns)),
-        cell("num", duration(span)), cell("num", c.frames.toLocaleString()),
+        cell("num", duration(span)), cell("num", number(c.frames)),
         el("td", { class: "num" }, c.errors ? el("span", { class: "badge error" }, c.errors) : 0),
         el("td", { class: "num" }, c.stored_findings || ""),
         el("td", { class: "num" }, c.frames_lost ? el("span", { class: "badge bad" }, c.frames_lost) : ""));

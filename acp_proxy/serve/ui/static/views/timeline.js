@@ -4,7 +4,7 @@
 import { api } from "../api.js";
 import { el, $ } from "../dom.js";
 import { findings, followFindings } from "../findings.js";
-import { bytes, counted, duration, offset, DIR, speed } from "../format.js";
+import { bytes, counted, duration, offset, DIR, speed, number } from "../format.js";
 import { state, setHash, filters, connectionId } from "../state.js";
 import { RunRows, ROW_H, PAGE, windowOf, reveal } from "../virtual.js";
 import { showFrame, detailOpen } from "./detail.js";
@@ -37,20 +37,31 @@ export function timelineView(root) {
   const fromSeq = Number(state.params.get("from")) || 0;
   const where = fromSeq ? { ...filters(), from: fromSeq } : filters();
   const list = new RunRows();
+  // How far the rule check has got (`rules checked to frame N…`), beside the row count, until
+  // every frame is checked.
+  const checking = el("span", { id: "checking" });
+  const sayChecking = () => {
+    checking.textContent = findings.cid !== cid || findings.done ? ""
+      : ` · ${findings.checkedSeq ? "rules checked to frame " + number(findings.checkedSeq) : "rules not checked yet"}…`;
+  };
   let caughtUp = false, complete = false, selected = null, cursor = null, follow = true, scannedSeq = 0;
   let first = state.overview ? state.overview.first_mono_ns : null;
   let alive = true, refreshing = false, again = false;
+  // A frame named by the URL is shown first: the index's growth, the findings and the live
+  // stream start once its row and detail are on screen (`ready`).
+  let background = false, frameShown = Promise.resolve(), markReady;
+  const ready = new Promise((resolve) => { markReady = resolve; });
   const live = () => state.overview && state.overview.status === "running";
 
-  async function loadPage(number) {
-    if (list.loading.has(number)) return;
-    list.loading.add(number);
+  async function loadPage(pageNumber) {
+    if (list.loading.has(pageNumber)) return;
+    list.loading.add(pageNumber);
     try {
-      const got = await api(`connections/${cid}/rows`, { ...where, offset: number * PAGE, limit: PAGE });
+      const got = await api(`connections/${cid}/rows`, { ...where, offset: pageNumber * PAGE, limit: PAGE });
       if (!alive) return;
       accept(got);
-      list.store(number, got.rows);
-    } finally { list.loading.delete(number); }
+      list.store(pageNumber, got.rows);
+    } finally { list.loading.delete(pageNumber); }
     render();
   }
   function accept(got) {
@@ -60,9 +71,10 @@ export function timelineView(root) {
     const count = $("#count");
     count.replaceChildren(counted(list.total, "row") + (caughtUp ? "" : " (indexing…)"));
     if (fromSeq) {
-      count.append(` from frame ${fromSeq.toLocaleString()} · `,
+      count.append(` from frame ${number(fromSeq)} · `,
         el("span", { class: "link", id: "from-start", on: { click: () => setHash({ from: null }) } }, "from the start"));
     }
+    count.append(checking);
     if (state.overview && first === null) first = state.overview.first_mono_ns;
   }
   async function loadSubs(r, start) {
@@ -194,7 +206,7 @@ export function timelineView(root) {
       nodes.push(node);
     }
     spacer.replaceChildren(...nodes);
-    if (!caughtUp && !refreshing) refresh();
+    if (background && !caughtUp && !refreshing) refresh();
   }
   function select(seq) {
     selected = seq;
@@ -235,17 +247,25 @@ export function timelineView(root) {
     if (!alive) return;
     accept(got);
     list.store(0, got.rows);
-    follow = live() && !state.params.get("f");
-    if (follow) refresh();
+    const named = Number(state.params.get("f")) || 0;
+    follow = live() && !named;
+    const found = named ? loadedIndexOf(named) : null;
+    if (found) placeCursor(found.index);  // the frame's row drawn selected the first time
     render();
+    await frameShown;
+    if (!alive) return;
+    background = true;
+    if (follow || !caughtUp) refresh();
     // The findings and the session list are not needed for the first screen: asked a moment
     // later (the list of sessions when the session filter is first used).
-    setTimeout(() => { if (alive) followFindings(cid); }, FINDINGS_AFTER_MS);
+    setTimeout(() => { if (alive) { followFindings(cid); sayChecking(); } }, FINDINGS_AFTER_MS);
     findings.listeners.add(render);
+    findings.progress.add(sayChecking);
     $("#filters").elements.session.addEventListener("focus", () => loadSessions(cid), { once: true });
   };
   const view = {
-    leave() { alive = false; clearTimeout(play.timer); findings.listeners.delete(render); $("#playback").replaceChildren(); },
+    ready,
+    leave() { alive = false; clearTimeout(play.timer); findings.listeners.delete(render); findings.progress.delete(sayChecking); $("#playback").replaceChildren(); },
     playPause,
     frame(frame) { if (frame.connection_id === cid) refresh(); },
     // The keyboard: move the cursor over the visual rows; with the detail open, it follows.
@@ -287,9 +307,18 @@ export function timelineView(root) {
     }
     return null;
   }
+  function placeCursor(index) {
+    const v = list.visualOf(index);
+    cursor = v;
+    if (v * ROW_H < scroller.scrollTop || v * ROW_H > scroller.scrollTop + scroller.clientHeight - ROW_H) {
+      follow = false;
+      spacer.style.height = list.visualTotal() * ROW_H + "px";
+      scroller.scrollTop = Math.max(0, v * ROW_H - scroller.clientHeight / 3);
+    }
+  }
   async function locateFrame(seq) {
       selected = seq;
-      showFrame(cid, seq);
+      frameShown = showFrame(cid, seq);
       if (!fromSeq && list.total && !caughtUp && seq - scannedSeq > FAR) {
         // the index is far from this frame (its last answer said how far it got): no need to ask
         setHash({ from: Math.max(1, seq - CONTEXT_ROWS) }, true);
@@ -306,15 +335,11 @@ export function timelineView(root) {
       }
       accept({ total: Math.max(list.total, found.total), caught_up: found.caught_up && caughtUp, complete });
       if (found.index === null) { render(); return; }
-      const v = list.visualOf(found.index);
-      cursor = v;
-      if (v * ROW_H < scroller.scrollTop || v * ROW_H > scroller.scrollTop + scroller.clientHeight - ROW_H) {
-        follow = false;
-        spacer.style.height = list.visualTotal() * ROW_H + "px";
-        scroller.scrollTop = Math.max(0, v * ROW_H - scroller.clientHeight / 3);
-      }
+      if (cursor === list.visualOf(found.index)) return;  // drawn there by the first screen
+      placeCursor(found.index);
       render();
   }
   const started = start();
+  started.then(markReady, markReady);  // ready even if the first rows could not be read
   return view;
 }
