@@ -20,10 +20,9 @@ Rules:
   stderr line: one per connection) at most.
 - The owner drives the pipe: when ``pending`` is not zero it calls ``flush`` once ``fileno()``
   is writable (an event loop's writer callback); ``finish`` sends the rest, closes the pipe
-  and waits up to a deadline for the recorder's last commit, like ``Recording.finish``. With
-  ``joining`` set, no record is written at once: all wait for the owner's next ``flush``
-  (an event loop calls it once per turn), which writes the records waiting together in one
-  write, so many small messages cost one system call instead of one each.
+  and waits up to a deadline for the recorder's last commit, like ``Recording.finish``.
+  ``flush`` writes the whole records that wait together in one write (up to 1 MiB), so a
+  recorder that fell behind is caught up with few system calls, not one per message.
 - No asyncio or anyio here (record/'s rule): the owner's event loop stays in remote/.
 """
 
@@ -82,9 +81,6 @@ class RecordingHub:
         self._queue: deque[bytes] = deque()
         self._head_sent = 0  # bytes of the queue's first record already written
         self.pending = 0  # bytes waiting for the pipe
-        # Whether records always wait for ``flush`` (the owner flushes once per turn of its
-        # loop: the records of one turn go in one write) instead of being written at once.
-        self.joining = False
         self._next_key = 0
         self._exchanges: dict[int, int] = {}
         self._gone = False
@@ -239,7 +235,7 @@ class RecordingHub:
         self._send(HEADER.pack(kind, 0, 0, key, exchange_seq, mono_ns, len(payload)) + payload)
 
     def _send(self, record: bytes) -> None:
-        if not self._queue and not self.joining:
+        if not self._queue:
             try:
                 written = os.write(self._fd, record)
             except BlockingIOError:

@@ -1,12 +1,9 @@
 """The event loop's side of the recording hub (record/hub.py): feeding it without blocking.
 
 Rules:
-- Every call goes to the hub at once, and waits there, in order, for the end of the loop's
-  turn: then everything the turn gave the hub goes to its pipe in one non-blocking write
-  (``hub.joining``: one system call for a whole read's messages, not one per message). What
-  the pipe does not take waits in the hub, and this module registers the pipe with the running
-  loop to send it as the recorder reads (``add_writer``), and unregisters it when nothing
-  waits.
+- Every call goes to the hub at once (non-blocking writes to its pipe); what the pipe does not
+  take waits in the hub, and this module registers the pipe with the running loop to send it
+  as the recorder reads (``add_writer``), and unregisters it when nothing waits.
 - ``message`` is awaited before the message is forwarded (recorded first, then sent on, as
   stdio puts a chunk on the tap before writing it: an answer can never be recorded before the
   message that caused it). It returns at once unless the hub is full; then it waits for room
@@ -33,24 +30,13 @@ class HubFeeder:
         self.max_wait = max_wait
         self._loop: asyncio.AbstractEventLoop | None = None
         self._watching = False
-        self._turn_flush = False
         self._room = asyncio.Event()
         self._dropping = False
-        hub.joining = True
 
     def _sent(self) -> None:
-        if self.hub.pending and not self._watching and not self._turn_flush:
+        if self.hub.pending and not self._watching:
             loop = self._loop = self._loop or asyncio.get_running_loop()
-            loop.call_soon(self._end_of_turn)
-            self._turn_flush = True
-
-    def _end_of_turn(self) -> None:
-        """What this turn of the loop gave the hub, in one write; what the pipe does not take
-        is sent as it becomes writable."""
-        self._turn_flush = False
-        self._flush()
-        if self.hub.pending and not self._watching and self._loop is not None:
-            self._loop.add_writer(self.hub.fileno(), self._flush)
+            loop.add_writer(self.hub.fileno(), self._flush)
             self._watching = True
 
     def _flush(self) -> None:
@@ -58,7 +44,7 @@ class HubFeeder:
         if self.hub.room:
             self._room.set()
             self._dropping = False
-        if not self.hub.pending and self._watching and self._loop is not None:
+        if not self.hub.pending and self._loop is not None:
             self._loop.remove_writer(self.hub.fileno())
             self._watching = False
 

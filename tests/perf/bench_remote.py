@@ -4,6 +4,7 @@ through the proxy, interleaved in one run.
     python -m tests.perf.bench_remote [--repeat 5] [--pings 2000] [--updates 100000]
                                       [--connections 100] [--per-connection 1000] [--otlp]
                                       [--stream-blocks 3] [--baseline CHECKOUT]
+                                      [--only PART]...
 
 The agent is tests/support/tools/remote_agent.py (raw ASGI on hypercorn, so that the agent
 costs little); the client runs here, on httpx (Streamable HTTP) and websockets. Per repeat, for
@@ -28,6 +29,10 @@ With ``--otlp``, a third mode, ``acp-proxy --otlp`` (a second listener of its ow
 spans live to an OTLP receiver in a process of its own, tests/support/otlp_receiver.py), takes
 its turn in every alternation, and the report adds its figures and their ratio to
 ``acp-proxy``'s in the same repeat: what live export costs forwarding.
+
+``--only PART`` (repeatable: ``ping``, ``stream-http``, ``stream-ws``, ``concurrent``) runs
+those parts alone, e.g. ``--only stream-ws`` to measure one stream's cost quickly; the report
+then has their rows only.
 
 With ``--baseline CHECKOUT``, ``acp-proxy before`` (a listener run from another checkout's
 ``acp_proxy`` package with this interpreter, e.g. ``git worktree add /tmp/before COMMIT``)
@@ -330,6 +335,7 @@ class Sampler:
 
 
 OTLP_MODE = "acp-proxy --otlp"
+PARTS = ("ping", "stream-http", "stream-ws", "concurrent")
 BASELINE_MODE = "acp-proxy before"
 
 
@@ -376,16 +382,20 @@ def one_repeat(
             urls[BASELINE_MODE] = baseline.url
             listeners[BASELINE_MODE] = baseline
         blocks = 0
+        parts = set(args.only or PARTS)
+        pings = args.pings if "ping" in parts else 0
+        profiles = [(p, s) for p, s in (("http", stream_http), ("ws", stream_ws))
+                    if f"stream-{p}" in parts]  # fmt: skip
         try:
-            for start in range(0, args.pings, BLOCK):
-                count = min(BLOCK, args.pings - start)
+            for start in range(0, pings, BLOCK):
+                count = min(BLOCK, pings - start)
                 blocks += 1
                 for mode in order if blocks % 2 else order[::-1]:
                     results[mode]["ping-http"] += asyncio.run(ping_http(urls[mode], count))
                     results[mode]["ping-ws"] += asyncio.run(ping_ws(urls[mode], count))
             for block in range(args.stream_blocks):
                 for mode in order if block % 2 == 0 else order[::-1]:
-                    for profile, stream in (("http", stream_http), ("ws", stream_ws)):
+                    for profile, stream in profiles:
                         proxy = listeners.get(mode)
                         used = cpu_seconds(proxy.process.pid) if proxy else 0.0
                         seconds, size = asyncio.run(stream(urls[mode], args.updates))
@@ -398,7 +408,7 @@ def one_repeat(
                         per_100k = used / (args.stream_blocks * args.updates) * 1e5
                         if proxy:
                             results[mode][key] = cpu + per_100k
-            for mode in order:
+            for mode in order if "concurrent" in parts else []:
                 serving = listeners.get(mode, listener)  # direct: the listener stands idle
                 pids = [serving.process.pid, serving.recorder]
                 idle = {pid: rss_kib(pid) for pid in pids}
@@ -429,13 +439,14 @@ def one_repeat(
         # HTTP: each ping block opens a connection (initialize and its answer), then each
         # request and its answer (a stream's answer is its updates and the result); WS sends
         # no initialize.
-        expected = 2 * blocks + 2 * args.pings + 2 * args.pings
-        expected += args.stream_blocks * ((2 + 2 + args.updates) + (2 + args.updates))
-        expected += args.connections * (2 + 2 + args.per_connection)
+        expected = 2 * blocks + 2 * pings + 2 * pings
+        expected += args.stream_blocks * (2 + 2 + args.updates) * ("stream-http" in parts)
+        expected += args.stream_blocks * (2 + args.updates) * ("stream-ws" in parts)
+        expected += args.connections * (2 + 2 + args.per_connection) * ("concurrent" in parts)
         _check(db, expected)
         if exporting is not None:
             _check(Path(scratch) / "otlp.sqlite", expected)
-        if baseline is not None and not math.isnan(results[BASELINE_MODE]["concurrent"]):
+        if baseline is not None and not math.isnan(results[BASELINE_MODE].get("concurrent", 0)):
             _check(Path(scratch) / "before.sqlite", expected)
     return results
 
@@ -460,6 +471,10 @@ def main() -> None:
         help=f"also run {BASELINE_MODE!r}: a listener from another checkout of acp-proxy (its "
         "acp_proxy package, this interpreter), e.g. `git worktree add /tmp/before <commit>`",
     )  # fmt: skip
+    parser.add_argument(
+        "--only", action="append", choices=PARTS, metavar="PART",
+        help=f"run only this part (repeatable; one of {', '.join(PARTS)})",
+    )  # fmt: skip
     args = parser.parse_args()
     repeats = []
     modes = ["direct", "acp-proxy", *([OTLP_MODE] if args.otlp else [])]
@@ -483,7 +498,8 @@ def report(repeats: list[dict[str, Any]], args: argparse.Namespace) -> str:
         "| figure | direct | acp-proxy | acp-proxy - direct (or ratio) |",
         "|---|---|---|---|",
     ]
-    for profile in ("http", "ws"):
+    first = repeats[0]["acp-proxy"]
+    for profile in ("http", "ws") if first["ping-http"] else ():
         for name, fraction in (("p50", 0.5), ("p99", 0.99)):
             d = [_percentile(r["direct"][f"ping-{profile}"], fraction) for r in repeats]
             p = [_percentile(r["acp-proxy"][f"ping-{profile}"], fraction) for r in repeats]
@@ -492,7 +508,7 @@ def report(repeats: list[dict[str, Any]], args: argparse.Namespace) -> str:
                 f"| round trip {profile} {name} (us) | {median(d):.0f} | {median(p):.0f} | "
                 f"{median(added):+.0f} us |"
             )
-    for profile in ("http", "ws"):
+    for profile in [p for p in ("http", "ws") if f"stream-{p}" in first]:
         d = [r["direct"][f"stream-{profile}"][1] / r["direct"][f"stream-{profile}"][0] / 1e6
              for r in repeats]  # fmt: skip
         p = [r["acp-proxy"][f"stream-{profile}"][1] / r["acp-proxy"][f"stream-{profile}"][0] / 1e6
@@ -502,32 +518,36 @@ def report(repeats: list[dict[str, Any]], args: argparse.Namespace) -> str:
             f"| {args.updates:,} updates over {profile} (MB/s at the client) | {median(d):.1f} | "
             f"{median(p):.1f} | {median(ratios):.2f}x (per repeat {_each(ratios)}) |"
         )
-    d = [r["direct"]["concurrent"] for r in repeats]
-    p = [r["acp-proxy"]["concurrent"] for r in repeats]
-    ratios = [a / b for a, b in zip(d, p, strict=True)]
-    lines.append(
-        f"| {args.connections} connections x {args.per_connection:,} updates (s) | "
-        f"{median(d):.2f} | {median(p):.2f} | {median(ratios):.2f}x (per repeat "
-        f"{_each(ratios)}) |"
-    )
-    for profile in ("http", "ws"):
+    if "concurrent" in first:
+        d = [r["direct"]["concurrent"] for r in repeats]
+        p = [r["acp-proxy"]["concurrent"] for r in repeats]
+        ratios = [a / b for a, b in zip(d, p, strict=True)]
+        lines.append(
+            f"| {args.connections} connections x {args.per_connection:,} updates (s) | "
+            f"{median(d):.2f} | {median(p):.2f} | {median(ratios):.2f}x (per repeat "
+            f"{_each(ratios)}) |"
+        )
+    for profile in [p for p in ("http", "ws") if f"listener-cpu-100k-{p}" in first]:
         per_100k = [r["acp-proxy"][f"listener-cpu-100k-{profile}"] for r in repeats]
         lines.append(
             f"| listener CPU per 100,000 updates over {profile} (s) | | {median(per_100k):.2f} | |"
         )
-    memory = [r["acp-proxy"]["memory"] for r in repeats]
+    memory = [r["acp-proxy"]["memory"] for r in repeats if "memory" in r["acp-proxy"]]
     per = [(m["listener_peak_kib"] - m["listener_idle_kib"]) / args.connections for m in memory]
     rec = [(m["recorder_peak_kib"] - m["recorder_idle_kib"]) / args.connections for m in memory]
-    lines += [
-        "",
-        f"listener idle RSS {median([m['listener_idle_kib'] for m in memory]) / 1024:.1f} MiB, "
-        f"peak {median([m['listener_peak_kib'] for m in memory]) / 1024:.1f} MiB: "
-        f"{median(per):.0f} KiB per connection; recorder process idle "
-        f"{median([m['recorder_idle_kib'] for m in memory]) / 1024:.1f} MiB, peak "
-        f"{median([m['recorder_peak_kib'] for m in memory]) / 1024:.1f} MiB "
-        f"({median(rec):.0f} KiB per connection). Every proxy run's database held every "
-        "message, none lost.",
-    ]
+    lines.append("")
+    if memory:
+        lines.append(
+            f"listener idle RSS {median([m['listener_idle_kib'] for m in memory]) / 1024:.1f} MiB, "
+            f"peak {median([m['listener_peak_kib'] for m in memory]) / 1024:.1f} MiB: "
+            f"{median(per):.0f} KiB per connection; recorder process idle "
+            f"{median([m['recorder_idle_kib'] for m in memory]) / 1024:.1f} MiB, peak "
+            f"{median([m['recorder_peak_kib'] for m in memory]) / 1024:.1f} MiB "
+            f"({median(rec):.0f} KiB per connection). "
+        )
+    else:
+        lines.append("")
+    lines[-1] += "Every proxy run's database held every message, none lost."
     if OTLP_MODE in repeats[0]:
         lines += ["", *otlp_report(repeats, args)]
     if BASELINE_MODE in repeats[0]:
@@ -542,11 +562,13 @@ def _figures(result: dict[str, Any], connections: int = 1) -> dict[str, float]:
         f"round trip {profile} {name} (us)": _percentile(result[f"ping-{profile}"], q)
         for profile in ("http", "ws")
         for name, q in (("p50", 0.5), ("p99", 0.99))
+        if result[f"ping-{profile}"]
     }
-    for profile in ("http", "ws"):
+    for profile in [p for p in ("http", "ws") if f"stream-{p}" in result]:
         seconds, size = result[f"stream-{profile}"]
         figures[f"updates over {profile} (MB/s at the client)"] = size / seconds / 1e6
-    figures["concurrent connections (s)"] = result["concurrent"]
+    if "concurrent" in result:
+        figures["concurrent connections (s)"] = result["concurrent"]
     if "memory" in result:
         memory = result["memory"]
         for process in ("listener", "recorder"):

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from acp_proxy.protocol.acp import Direction
-from acp_proxy.record import hub as hub_module
 from acp_proxy.record.hub import MAX_PENDING_BYTES, RecordingHub
 from acp_proxy.stderr import report
 from acp_proxy.store.remote import exchanges, frame_transports
@@ -106,11 +105,9 @@ def test_each_connection_is_one_recording_with_its_exchanges(tmp_path: Path) -> 
     ]
 
 
-@pytest.mark.parametrize("joining", [False, True])
-def test_a_full_pipe_keeps_messages_in_order_until_the_bound(tmp_path: Path, joining: bool) -> None:
+def test_a_full_pipe_keeps_messages_in_order_until_the_bound(tmp_path: Path) -> None:
     db_path = tmp_path / "r.db"
     hub = RecordingHub.start(db_path, lambda _: None)
-    hub.joining = joining
     key, _ = hub.open("http", remote_url="http://up/acp")
     ex = hub.exchange(
         key, time.monotonic_ns(), method="GET", target="/acp", stream="connection_sse"
@@ -130,37 +127,6 @@ def test_a_full_pipe_keeps_messages_in_order_until_the_bound(tmp_path: Path, joi
     raws = [r[0] for r in db.execute("SELECT raw FROM frame ORDER BY seq")]
     assert len(raws) == sent
     assert all(raw.startswith(body % n) for n, raw in enumerate(raws))
-
-
-def test_joined_records_wait_for_flush_then_go_together_in_order(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    db_path = tmp_path / "r.db"
-    hub = RecordingHub.start(db_path, lambda _: None)
-    hub.joining = True
-    key, _ = hub.open("websocket", remote_url="http://up/acp")
-    ex = hub.exchange(key, time.monotonic_ns(), method="GET", target="/acp", stream="websocket")
-    body = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","n":%d}}'
-    for n in range(1000):
-        assert hub.message(key, A2C, time.monotonic_ns(), body % n, ex, "websocket")
-    assert hub.pending > 1000 * len(body)  # nothing written yet: all wait for the flush
-    writes: list[int] = []
-    write = hub_module.os.write
-
-    def counting(fd: int, data: bytes) -> int:
-        writes.append(len(data))
-        return write(fd, data)
-
-    monkeypatch.setattr(hub_module.os, "write", counting)
-    hub.flush()
-    monkeypatch.undo()
-    assert hub.pending == 0
-    assert len(writes) == 1  # the whole turn's records, one system call
-    hub.close(key, "closed")
-    assert hub.finish(60) == "recorded"
-    db = sqlite3.connect(db_path)
-    raws = [r[0] for r in db.execute("SELECT raw FROM frame ORDER BY seq")]
-    assert raws == [body % n for n in range(1000)]
 
 
 def test_an_unwritable_database_is_said_and_forwarding_goes_on(

@@ -38,8 +38,12 @@ findings.progress.add(() => {
     unchecked = null;
     shownKey = null;
     showFrame(cid, seq);
+  } else if (!unchecked.reached && findings.checkedSeq) {  // on its way: where it is now
+    const note = $("#detail #unchecked");
+    if (note) note.textContent = notReached(findings.checkedSeq);
   }
 });
+const notReached = (at) => `The rule check has not reached this frame yet (it is at frame ${number(at)}).`;
 // Resolves once the frame's detail is on screen (or said it could not be read).
 export function showFrame(cid, seq) {
   const key = cid + ":" + seq;
@@ -80,7 +84,7 @@ async function drawFrame(cid, seq, key) {
     parts.push(el("h3", {}, "Findings"), el("p", { class: "fix", id: "unchecked" },
       !d.checked.started ? "The rule check has not started yet."
         : reached ? `The rule check is still running (at frame ${at}): a finding about this frame made later (an unanswered request, say) is not shown yet.`
-          : `The rule check has not reached this frame yet (it is at frame ${at}).`));
+          : notReached(d.checked.checked_seq)));
   }
   if (found.length) {
     if (checked) parts.push(el("h3", {}, "Findings"));

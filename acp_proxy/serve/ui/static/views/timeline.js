@@ -37,11 +37,12 @@ export function timelineView(root) {
   const fromSeq = Number(state.params.get("from")) || 0;
   const where = fromSeq ? { ...filters(), from: fromSeq } : filters();
   const list = new RunRows();
-  // How far the rule check has got, beside the row count, until every frame is checked.
+  // How far the rule check has got (`rules checked to frame N…`), beside the row count, until
+  // every frame is checked.
   const checking = el("span", { id: "checking" });
   const sayChecking = () => {
     checking.textContent = findings.cid !== cid || findings.done ? ""
-      : ` · rule check: ${findings.checkedSeq ? "at frame " + number(findings.checkedSeq) : "starting"}…`;
+      : ` · ${findings.checkedSeq ? "rules checked to frame " + number(findings.checkedSeq) : "rules not checked yet"}…`;
   };
   let caughtUp = false, complete = false, selected = null, cursor = null, follow = true, scannedSeq = 0;
   let first = state.overview ? state.overview.first_mono_ns : null;
@@ -69,11 +70,11 @@ export function timelineView(root) {
     if (got.scanned_seq !== undefined) scannedSeq = got.scanned_seq;
     const count = $("#count");
     count.replaceChildren(counted(list.total, "row") + (caughtUp ? "" : " (indexing…)"));
-    count.append(checking);
     if (fromSeq) {
       count.append(` from frame ${number(fromSeq)} · `,
         el("span", { class: "link", id: "from-start", on: { click: () => setHash({ from: null }) } }, "from the start"));
     }
+    count.append(checking);
     if (state.overview && first === null) first = state.overview.first_mono_ns;
   }
   async function loadSubs(r, start) {
@@ -339,6 +340,6 @@ export function timelineView(root) {
       render();
   }
   const started = start();
-  started.finally(() => markReady());
+  started.then(markReady, markReady);  // ready even if the first rows could not be read
   return view;
 }
