@@ -11,10 +11,11 @@ Rules:
   (schema.py); opened read-only it is never modified. Before anything is written to it, it
   must be new or already a recording database (ownership.py): another program's SQLite file
   is refused unchanged, whatever the command.
-- Several proxies may append to one file at once: each uses its own connection, short
-  ``BEGIN IMMEDIATE`` transactions and a busy timeout. A write lock still held by another
-  writer when the timeout ends raises ``RecordingBusy``: the caller waits and retries; it is
-  never a reason to stop recording.
+- Several proxies may append to one file at once, and create it at once: each uses its own
+  connection, short ``BEGIN IMMEDIATE`` transactions and a busy timeout (the switch to WAL,
+  which SQLite refuses at once while another connection holds a lock, is tried again for as
+  long). A write lock still held by another writer when the timeout ends raises
+  ``RecordingBusy``: the caller waits and retries; it is never a reason to stop recording.
 - A recorder's connection (``recorder=True``) does not checkpoint the WAL on commit: the writer
   checkpoints when told to (writer.py says when).
 - Failures become ``RecordingError`` (one root: ``AcpProxyError``); callers decide what to say.
@@ -26,6 +27,7 @@ Rules:
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 from acp_proxy.errors import RecordingBusy, RecordingError, UnknownRecording, UnreadableRecording
@@ -66,7 +68,7 @@ def connect(
         try:
             require_ours(db, path, SCHEMA_VERSION, readonly=readonly)
             if not readonly:
-                db.execute("PRAGMA journal_mode=WAL")
+                _use_wal(db)
                 db.execute("PRAGMA synchronous=NORMAL")
                 if recorder:
                     db.execute("PRAGMA wal_autocheckpoint=0")
@@ -87,6 +89,24 @@ def connect(
             ) from None
         raise RecordingError(f"cannot open recording database {path}: {error}") from error
     return db
+
+
+def _use_wal(db: sqlite3.Connection) -> None:
+    """Switch ``db`` to WAL. SQLite refuses the switch at once, without its busy handler,
+    while another connection of a file still in its first journal mode holds a lock (several
+    proxies creating one file): the switch is tried again until the busy timeout has passed,
+    as any other statement waits."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    pause = 0.001
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if not is_busy(error) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def error_for(error: sqlite3.Error, doing: str) -> RecordingError:

@@ -12,6 +12,8 @@ Rules:
   each column's type for granted. The check reads the ``connection`` table once (one row per
   recording); frames are checked where they are imported.
 - Every refusal is ``UnreadableRecording``: one line, exit 2, naming the file and what is wrong.
+- The format and the schema objects are read in one snapshot: a file another proxy is creating
+  at that moment is new or a recording, never half of each.
 """
 
 from __future__ import annotations
@@ -40,8 +42,12 @@ _STORAGE = {"INTEGER": "integer", "TEXT": "text"}
 def require_ours(db: sqlite3.Connection, path: Path, newest: int, *, readonly: bool) -> None:
     """Refuse ``db`` (the file at ``path``) unless it is ours (see the rules); ``newest`` is the
     newest format this code knows. Reads only."""
-    version = int(db.execute("PRAGMA user_version").fetchone()[0])
-    objects = int(db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0])
+    # One statement, so one snapshot: another proxy may be creating the file this moment, and
+    # its format and its tables commit together.
+    version, objects = db.execute(
+        "SELECT user_version, (SELECT count(*) FROM sqlite_master) FROM pragma_user_version"
+    ).fetchone()
+    version, objects = int(version), int(objects)
     if version == 0 and objects == 0 and not readonly:
         return  # new: ours to create
     if version == 0 and objects == 0:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from acp_proxy.errors import RecordingError, UnknownRecording
+from acp_proxy.errors import RecordingBusy, RecordingError, UnknownRecording
+from acp_proxy.record.recorder import retry_while_busy
 from acp_proxy.store import ui_reads
 from acp_proxy.store.database import connect
 from acp_proxy.store.refs import resolve_ref
@@ -205,7 +206,45 @@ def test_empty_database_has_no_last(db_path: Path) -> None:
         resolve_ref(connect(db_path), "last")
 
 
+def test_proxies_creating_one_database_at_once(tmp_path: Path) -> None:
+    """Eight connections opening one new file at the same moment, again and again: each gets
+    the database (none is refused as another program's file, none is told it is busy before
+    the busy timeout), and the file is one recording database."""
+
+    def open_it(path: Path, barrier: threading.Barrier, failures: list[BaseException]) -> None:
+        try:
+            barrier.wait(timeout=30)
+            connect(path).close()
+        except BaseException as error:  # reported by the assertion below
+            barrier.abort()
+            failures.append(error)
+
+    for round_number in range(60):
+        path = tmp_path / f"new-{round_number}.sqlite"
+        barrier = threading.Barrier(8)
+        failures: list[BaseException] = []
+        threads = [
+            threading.Thread(target=open_it, args=(path, barrier, failures), daemon=True)
+            for _ in range(8)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=40)
+        assert failures == [], f"round {round_number}"
+        db = sqlite3.connect(path)
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        db.close()
+
+
+def _ignore(_: RecordingBusy) -> None:
+    pass
+
+
 def test_eight_writers_at_once(db_path: Path) -> None:
+    """Eight writers on one database, each retrying what the store refused as busy, as the
+    recorder does: every frame is written once (a busy refusal wrote nothing)."""
     _, records = observe_all(V1_CONVERSATION * 50)
     barrier = threading.Barrier(8)
     errors: list[BaseException] = []
@@ -214,9 +253,12 @@ def test_eight_writers_at_once(db_path: Path) -> None:
         try:
             db = connect(db_path)
             barrier.wait(timeout=30)
-            writer = RecordingWriter.start(db, NewConnection(["a"], "/", "t", 1))
+            writer = retry_while_busy(
+                lambda: RecordingWriter.start(db, NewConnection(["a"], "/", "t", 1)), _ignore
+            )
             for start in range(0, len(records), 20):
-                writer.append(records[start : start + 20])
+                batch = records[start : start + 20]
+                retry_while_busy(lambda: writer.append(batch), _ignore)  # noqa: B023
             db.close()
         except BaseException as error:  # reported by the assertion below
             barrier.abort()  # the others stop waiting for this one
