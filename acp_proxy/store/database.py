@@ -101,10 +101,11 @@ def _use_wal(db: sqlite3.Connection) -> None:
     while True:
         try:
             db.execute("PRAGMA journal_mode=WAL")
-            return
         except sqlite3.OperationalError as error:
             if not is_busy(error) or time.monotonic() >= deadline:
                 raise
+        else:
+            return
         time.sleep(pause)
         pause = min(pause * 2, 0.05)
 
