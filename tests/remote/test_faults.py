@@ -124,6 +124,19 @@ def _rss_kib(pid: int) -> int:
     return 0
 
 
+def _peak_until_ended_slow(listener: Listener, before: int) -> int:
+    """The listener's peak resident memory (KiB) until it says it ended a slow client (at
+    most a minute)."""
+    deadline = time.monotonic() + 60
+    peak = before
+    while time.monotonic() < deadline:
+        peak = max(peak, _rss_kib(listener.process.pid))
+        if any("too slowly" in line for line in listener.stderr_lines):
+            break
+        time.sleep(0.05)
+    return peak
+
+
 def test_a_slow_reader_is_ended_with_bounded_memory(tmp_path: Path) -> None:
     db = tmp_path / "r.db"
     log = tmp_path / "log"
@@ -138,13 +151,7 @@ def test_a_slow_reader_is_ended_with_bounded_memory(tmp_path: Path) -> None:
         slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         slow.sendall(f"GET /acp HTTP/1.1\r\nhost: x\r\naccept: text/event-stream\r\n"
                      f"acp-connection-id: {cid}\r\n\r\n".encode())  # fmt: skip
-        deadline = time.monotonic() + 60
-        peak = before
-        while time.monotonic() < deadline:
-            peak = max(peak, _rss_kib(listener.process.pid))
-            if any("too slowly" in line for line in listener.stderr_lines):
-                break
-            time.sleep(0.05)
+        peak = _peak_until_ended_slow(listener, before)
         slow.close()
     status, error = _rows(db, "SELECT status, error FROM connection")[0]
     assert status == "dropped"
@@ -173,13 +180,7 @@ def test_a_slow_websocket_reader_holds_the_upstream_back_then_is_ended(tmp_path:
         ) as ws:
             ws.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
             ws.send(request)
-            deadline = time.monotonic() + 60
-            peak = before
-            while time.monotonic() < deadline:
-                peak = max(peak, _rss_kib(listener.process.pid))
-                if any("too slowly" in line for line in listener.stderr_lines):
-                    break
-                time.sleep(0.05)
+            peak = _peak_until_ended_slow(listener, before)
     status, error = _rows(db, "SELECT status, error FROM connection")[0]
     assert status == "dropped"
     assert "read the WebSocket too slowly" in error
