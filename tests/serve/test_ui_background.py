@@ -95,18 +95,23 @@ def test_findings_come_from_a_process_of_their_own_a_page_at_a_time(
     assert checker.wait(30) == 0  # a finished check's process has ended
 
 
-def test_a_checker_that_stops_is_a_failure_the_page_is_told(inspector: Inspector) -> None:
-    inspector.start_checking(1)
-    inspector._checks[1].process.kill()
+def _checking_failure(inspector: Inspector, connection_id: int) -> str:
+    """What the inspector says once the check of ``connection_id`` has failed."""
 
     def failed() -> str | None:
         try:
-            inspector.findings(1)
+            inspector.findings(connection_id)
         except UnreadableRecording as error:
             return str(error)
         return None
 
-    said = wait_for(failed, "the failure")
+    return wait_for(failed, "the failure")
+
+
+def test_a_checker_that_stops_is_a_failure_the_page_is_told(inspector: Inspector) -> None:
+    inspector.start_checking(1)
+    inspector._checks[1].process.kill()
+    said = _checking_failure(inspector, 1)
     assert said.startswith("the rule checker stopped")
 
 
@@ -116,15 +121,7 @@ def test_a_damaged_recording_is_said_by_the_checker(tmp_path: Path) -> None:
     inspector = Inspector(Database(path))
     try:
         inspector.start_checking(7)  # no such connection
-
-        def failed() -> str | None:
-            try:
-                inspector.findings(7)
-            except UnreadableRecording as error:
-                return str(error)
-            return None
-
-        said = wait_for(failed, "the failure")
+        said = _checking_failure(inspector, 7)
         assert "stopped" not in said, said  # the checker said why itself
     finally:
         inspector.close()
