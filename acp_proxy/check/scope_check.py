@@ -26,7 +26,7 @@ from acp_proxy.store.frames import frames, losses
 from acp_proxy.store.readers import Database
 from acp_proxy.store.refs import Scope
 from acp_proxy.store.transport_facts import transport_facts
-from acp_proxy.store.transport_kind import REMOTE, transport_of
+from acp_proxy.store.transport_kind import is_remote
 
 
 class ScopeCheck:
@@ -53,7 +53,7 @@ class ScopeCheck:
         """
         taken = 0
         if not self.checked_seq:
-            self.checker.context.remote = transport_of(db, self.target.connection_id) in REMOTE
+            self.checker.context.remote = is_remote(db, self.target.connection_id)
         for record in frames(db, self.target, after_seq=self.checked_seq, limit=limit):
             taken += 1
             self.checked_seq = record.seq

@@ -23,6 +23,7 @@ from acp_proxy.protocol.latency import Call
 from acp_proxy.store.database import connect
 from acp_proxy.store.frame_types import JOINED, STORAGE, Layout, mistyped_sql, require_typed
 from acp_proxy.store.remote import REMOTE_FORMAT, carriers
+from acp_proxy.store.transport_kind import is_remote
 from acp_proxy.store.values import ConnectionRow, FrameRow
 
 BATCH = 256
@@ -191,14 +192,6 @@ def _frame(row: tuple[Any, ...], carried: dict[int, Any] | None = None) -> Frame
     return make(*values, flags=flags, carrier=carrier)  # type: ignore[no-any-return]
 
 
-def _is_remote(db: sqlite3.Connection, connection_id: int) -> bool:
-    if db.execute("PRAGMA user_version").fetchone()[0] < REMOTE_FORMAT:
-        return False
-    row = db.execute("SELECT transport FROM connection WHERE id = ?", (connection_id,))
-    found = row.fetchone()
-    return found is not None and found[0] in ("http", "websocket")
-
-
 def _with_carriers(
     db: sqlite3.Connection, connection_id: int, rows: list[Any], remote: bool
 ) -> Iterator[FrameRow]:
@@ -222,7 +215,7 @@ def frames(
 
     ``after_seq`` is exclusive, ``until_seq`` inclusive.
     """
-    remote = _is_remote(db, connection_id)
+    remote = is_remote(db, connection_id)
     clauses, values = (where or FrameFilter()).where()
     if until_seq is not None:
         clauses += " AND f.seq <= ?"

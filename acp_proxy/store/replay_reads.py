@@ -26,7 +26,7 @@ from acp_proxy.store.database import connect
 from acp_proxy.store.frame_types import Layout
 from acp_proxy.store.refs import Scope, scope
 from acp_proxy.store.replay_rows import RecordedFrame, ScriptRow
-from acp_proxy.store.transport_kind import REMOTE, transport_of
+from acp_proxy.store.transport_kind import is_remote
 
 _BATCH = 8192
 _COLUMNS = (
@@ -78,7 +78,7 @@ def load_script(
     db = connect(db_path, create=False, readonly=True)
     try:
         target = scope(db, ref, sessions=True)
-        remote = transport_of(db, target.connection_id) in REMOTE
+        remote = is_remote(db, target.connection_id)
         if (session or target.session_id) is not None:
             return target, list(_frames(db, target.connection_id)), remote
         return target, _script_rows(db, target.connection_id), remote

@@ -20,7 +20,7 @@ import orjson
 
 from acp_proxy.protocol.transport import Exchange, Transport
 from acp_proxy.store.remote import exchanges, frame_transports
-from acp_proxy.store.transport_kind import REMOTE, transport_of
+from acp_proxy.store.transport_kind import REMOTE, is_remote, transport_of
 
 
 def _names(headers: Any) -> frozenset[str]:
@@ -71,7 +71,7 @@ class TransportRefused(ValueError):
 def exported_transport(db: sqlite3.Connection, connection_id: int) -> dict[str, Any] | None:
     """A remote connection's transport facts for its JSONL export header (None for stdio):
     ``{"exchanges": [row, ...], "frames": [[seq, exchange seq, stream], ...]}``."""
-    if transport_of(db, connection_id) not in REMOTE:
+    if not is_remote(db, connection_id):
         return None
     frames = frame_transports(db, connection_id)
     return {
