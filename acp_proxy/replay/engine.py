@@ -243,9 +243,7 @@ class Replay:
         expected = self._expects.expects[same] if same is not None else self._expects.waiting()
         text = f"no recorded {what} matches this {method}"
         if expected is not None:
-            from acp_proxy.protocol.diffing import first_difference
-
-            where = first_difference(expected.message, message) if same is not None else None
+            where = _differs_at(expected.message, message) if same is not None else None
             text += f"; expected {describe(expected)}" + (f", differs at {where}" if where else "")
         self._note(expected.seq if expected else None, f"mismatch: {text}")
         if self._options.on_mismatch == "continue" and same is not None:
@@ -269,9 +267,7 @@ class Replay:
         expect = self._expects.expects[index]
         bound = self.bindings.match(expect.message, message)
         if bound is None:
-            from acp_proxy.protocol.diffing import first_difference
-
-            where = first_difference(expect.message, message) or "$"
+            where = _differs_at(expect.message, message) or "$"
             self._note(
                 expect.seq,
                 f"the client's answer to {expect.method} (id {rpc_id!r}) differs from the "
@@ -316,3 +312,11 @@ def error_frame(live_id: bytes, message: str, data: dict[str, Any]) -> bytes:
     """A JSON-RPC error response with replay's code, for the client request ``live_id``."""
     error = orjson.dumps({"code": ERROR_CODE, "message": message, "data": data})
     return b'{"jsonrpc":"2.0","id":' + live_id + b',"error":' + error + b"}\n"
+
+
+def _differs_at(expected: Any, message: Any) -> str | None:
+    """Where ``message`` first differs from ``expected`` (the comparer is imported here, on
+    first use: see the module rules)."""
+    from acp_proxy.protocol.diffing import first_difference
+
+    return first_difference(expected, message)
