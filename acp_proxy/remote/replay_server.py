@@ -120,8 +120,7 @@ class ServedConnection:
         self.routes = ServerRoutes()
         self.streams: dict[str | None, Outbox] = {None: Outbox()}  # None: the connection's
         self.waiters: list[_Waiter] = []
-        self.done = anyio.Event()  # the replay is over
-        self.settled = anyio.Event()  # and its outcome said and recorded
+        self.done = anyio.Event()
         self._bell = anyio.Event()
         self.ended = False
         self.client_gone = False
@@ -238,7 +237,6 @@ class Listener:
         summary = served.summarize(connection.what)
         connection.recording.outcome(served.diverged(), summary)
         self.report(summary)
-        connection.settled.set()
 
     def _left(self, connection_id: str) -> None:
         """The client ended connection ``connection_id``: its recording can close."""
@@ -269,11 +267,12 @@ class Listener:
             connection.stop(reason)
 
     async def wait_all(self, timeout: float) -> None:
-        """Wait until every replay still running has ended and its outcome is recorded (the
-        recordings close after this)."""
+        """Wait until every replay still running has ended. Its outcome is said and recorded
+        in the same step as its end (``_run`` does not wait in between), before the recordings
+        close."""
         with anyio.move_on_after(timeout):
             for connection in list(self.connections.values()):
-                await connection.settled.wait()
+                await connection.done.wait()
 
     @property
     def diverged(self) -> bool:
