@@ -12,6 +12,7 @@ import { showFrame, detailOpen } from "./detail.js";
 const REFRESH_MS = 200;  // a live view reads new rows at most this often
 const PAUSE_CAP_MS = 2000;
 const FINDINGS_AFTER_MS = 500;
+const GROW_AFTER_MS = 500;
 const CONTEXT_ROWS = 100;  // frames shown above a frame opened by URL in the middle
 const FAR = 10000;  // frames beyond the index: a jump there opens the timeline near it at once
 const COLUMNS = [["seq", "seq"], ["time", "time"], ["dir", "dir"], ["kind", "kind"], ["method", "method"],
@@ -254,8 +255,11 @@ export function timelineView(root) {
     render();
     await frameShown;
     if (!alive) return;
-    background = true;
-    if (follow || !caughtUp) refresh();
+    // Growing the index of a long recording is not needed for the first screen either, and on
+    // a busy machine it takes the CPU the browser needs to paint it: a moment later, unless the
+    // view follows a live connection (new frames are shown as they come).
+    const grow = () => { if (!alive) return; background = true; if (follow || !caughtUp) refresh(); };
+    if (follow) grow(); else setTimeout(grow, GROW_AFTER_MS);
     // The findings and the session list are not needed for the first screen: asked a moment
     // later (the list of sessions when the session filter is first used).
     setTimeout(() => { if (alive) { followFindings(cid); sayChecking(); } }, FINDINGS_AFTER_MS);
