@@ -9,12 +9,14 @@ Rules:
   program that Ctrl-C ended, as GNU tools and Python itself end on an unhandled interrupt, so
   that a script or supervisor can tell "stopped" from "finished" (a server has no work that
   finishes); never click's "Aborted!" and status 1, which would say it failed. SIGTERM ends it
-  as the signal does (uvicorn shuts down, then the signal takes its default course).
+  as the signal does (uvicorn shuts down, the inspector ends its checkers and deletes their
+  files, then the signal takes its default course).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -102,12 +104,25 @@ def ui_command(
 
     if open_browser is None:
         open_browser = sys.stdout.isatty() and watch_pid is None
+    _close_before_ended_by(signal.SIGTERM, inspector)
     try:
         serve(make_app, ServeOptions(host, port, open_browser, watch_pid), report)
     except KeyboardInterrupt:  # Ctrl-C: stopped as asked, quietly (see the rules)
         sys.exit(EXIT_INTERRUPTED)
     finally:
         inspector.close()  # its rule checkers' processes
+
+
+def _close_before_ended_by(signum: int, inspector: Any) -> None:
+    """Once uvicorn has shut down for ``signum`` it raises the signal again: close the
+    inspector first (no ``finally`` runs when the signal's default action ends the process)."""
+
+    def ended(number: int, _: Any) -> None:
+        inspector.close()
+        signal.signal(number, signal.SIG_DFL)
+        signal.raise_signal(number)
+
+    signal.signal(signum, ended)
 
 
 def _wait_for_database(path: Path, pid: int) -> None:

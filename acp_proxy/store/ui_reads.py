@@ -170,11 +170,16 @@ def connection_ids(db: sqlite3.Connection) -> list[int]:
     return [int(r[0]) for r in db.execute("SELECT id FROM connection ORDER BY id")]
 
 
-def stored_findings(db: sqlite3.Connection, connection_id: int) -> list[dict[str, Any]]:
+def stored_findings(
+    db: sqlite3.Connection, connection_id: int, frames: tuple[int, int] | None = None
+) -> list[dict[str, Any]]:
+    """The stored findings (``record --check``) of a connection, or of its frames ``frames =
+    (first, last)``."""
+    where, values = ("", ()) if frames is None else (" AND seq BETWEEN ? AND ?", frames)
     rows = db.execute(
         "SELECT seq, direction, rule, severity, message, origin FROM finding "
-        "WHERE connection_id = ? ORDER BY coalesce(seq, 0), id",
-        (connection_id,),
+        f"WHERE connection_id = ?{where} ORDER BY coalesce(seq, 0), id",
+        (connection_id, *values),
     )
     names = ("seq", "direction", "rule", "severity", "message", "origin")
     return [dict(zip(names, r, strict=True)) for r in rows]

@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -144,7 +145,9 @@ def test_the_frame_named_by_the_url_comes_before_the_background_work(
     asked = page.evaluate("window.acpAsked")
     early = [url for at, url in asked if at < shown["at"] and any(b in url for b in BACKGROUND)]
     assert not early, (shown, asked)
-    soon = [url for at, url in asked if at < shown["at"] + LATER_MS and any(b in url for b in LATER)]
+    soon = [
+        url for at, url in asked if at < shown["at"] + LATER_MS and any(b in url for b in LATER)
+    ]
     assert not soon, (shown, asked)
     assert "indexing…" in shown["count"], shown
     assert page.get_attribute(f'#spacer .row[data-seq="{seq}"]', "aria-selected") == "true"
@@ -167,3 +170,24 @@ def test_findings_not_checked_yet_are_said_so(served: Any, page: Any) -> None:
         "() => (document.querySelector('#detail #unchecked')?.textContent || '')"
         ".includes('still running')"
     )
+
+
+def test_the_page_asks_for_the_findings_of_the_frames_it_shows(served: Any, page: Any) -> None:
+    """The findings come by range of frames, those on screen (a long recording's findings stay
+    on the server): marks near the start, then marks far into the recording after a jump."""
+    page.add_init_script(WATCH_REQUESTS)
+    page.goto(f"{served.url}#view=timeline&c=1&f=71")
+    page.wait_for_selector("#spacer .row.has-finding", timeout=20_000)
+    page.evaluate("location.hash = '#view=timeline&c=1&f=15001'")
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('#spacer .row.has-finding')]
+            .some(r => Number(r.dataset.seq) > 14_000)""",
+        timeout=20_000,
+    )
+    asked = [url for _, url in page.evaluate("window.acpAsked") if "/findings" in url]
+    assert asked
+    for url in asked:
+        query = parse_qs(urlsplit(url).query)
+        assert "since" not in query, url
+        first, last = int(query["first"][0]), int(query["last"][0])
+        assert 0 < last - first < 1_000, url  # a screen's frames, not the recording's

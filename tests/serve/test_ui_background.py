@@ -70,6 +70,7 @@ def test_indexing_ahead_waits_while_a_quick_read_is_on_its_way(inspector: Inspec
 def test_findings_come_from_a_process_of_their_own_a_page_at_a_time(
     inspector: Inspector,
 ) -> None:
+    """Paged in the order found, a frame's own with its rule's words."""
     assert inspector.findings(1)["findings"] == []  # nothing checked before it is started
     inspector.start_checking(1)
     done = wait_for(lambda: (f := inspector.findings(1))["finished"] and f, "the check", 30)
@@ -125,3 +126,39 @@ def test_a_damaged_recording_is_said_by_the_checker(tmp_path: Path) -> None:
         assert "stopped" not in said, said  # the checker said why itself
     finally:
         inspector.close()
+
+
+def test_findings_of_a_range_of_frames_from_the_checkers_file(
+    inspector: Inspector, tmp_path: Path
+) -> None:
+    """What a page shows: the findings of the frames on screen, read from a file the checker
+    wrote (none kept in the server's memory), which goes with the inspector."""
+    inspector.start_checking(1)
+    done = wait_for(lambda: (f := inspector.findings(1))["finished"] and f, "the check", 30)
+    everything: list[dict[str, object]] = []
+    while len(everything) < done["total"]:
+        page = orjson.loads(orjson.dumps(inspector.findings(1, since=len(everything))))
+        everything += page["findings"]
+    seqs = sorted({int(str(f["seq"])) for f in everything if f["seq"] is not None})
+    first, last = seqs[10], seqs[20]
+    shown = orjson.loads(orjson.dumps(inspector.findings(1, frames=(first, last))))
+    assert shown["findings"] == [
+        f for f in everything if f["seq"] is not None and first <= int(str(f["seq"])) <= last
+    ]
+    assert not shown["more"]
+    assert set(shown["rules"]) == {f["rule"] for f in shown["findings"]}
+    assert all(words["summary"] for words in shown["rules"].values())
+    assert shown["checked_seq"] == FRAMES
+    assert shown["complete"]
+    few = orjson.loads(orjson.dumps(inspector.findings(1, limit=3, frames=(first, last))))
+    assert few["findings"] == shown["findings"][:3]
+    assert few["more"]
+    nothing = inspector.findings(1, frames=(FRAMES + 1, FRAMES + 100))
+    assert nothing["findings"] == []
+    assert not nothing["more"]
+    # The file is the inspector's, and goes with it.
+    file = inspector._checks[1].findings.path
+    assert file.exists()
+    inspector.close()
+    assert not file.exists()
+    assert not file.parent.exists()

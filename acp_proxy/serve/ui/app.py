@@ -8,8 +8,9 @@ Rules:
   forth at every row SQLite stepped, and on a busy machine each of them took many times its
   own time. Everything else (scans, checks, the transcript, the diff) runs beside them, and
   the inspector's background work waits while a quick read is on its way (turns.py).
-- Findings are paged (``since``, ``FINDINGS_PAGE`` at a time) and passed on as the checker
-  process wrote them; a frame's detail carries its own.
+- Findings are read from the checker's file: those of a range of frames (``first``,
+  ``last``: the frames a page shows), or paged in the order found (``since``, at most
+  ``FINDINGS_PAGE``), passed on as the checker wrote them; a frame's detail carries its own.
 - Answers are JSON (orjson); recorded strings are passed on as strings, bytes as text
   ``segments`` (present.py). A frame's exact bytes are also served as a download.
 - Bad parameters are 400 with one line; an unknown connection or frame is 404.
@@ -48,7 +49,7 @@ from acp_proxy.serve.ui import events, present
 from acp_proxy.serve.ui import sequence as sequence_fold
 from acp_proxy.serve.ui.bundle import bundle
 from acp_proxy.serve.ui.rows import chunk_key
-from acp_proxy.serve.ui.state import Inspector
+from acp_proxy.serve.ui.state import FINDINGS_PAGE, Inspector
 from acp_proxy.store import readers as store_read
 from acp_proxy.store import ui_reads
 from acp_proxy.store.readers import FrameFilter
@@ -252,11 +253,16 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
                         headers={"content-disposition": disposition})  # fmt: skip
 
     async def findings(request: Request) -> Response:
-        """Findings so far (a page of them from ``since`` on); the first call starts the check."""
+        """Findings so far: of frames ``first`` to ``last``, or a page of them from ``since``
+        on; the first call starts the check."""
         cid, since = connection_id(request), _int(request, "since", 0)
+        limit = _int(request, "limit", FINDINGS_PAGE, 0, FINDINGS_PAGE)
+        frames = None
+        if "first" in request.query_params or "last" in request.query_params:
+            frames = (_int(request, "first", 0), _int(request, "last", 2**62))
         await _exists(cid)
         inspector.start_checking(cid)
-        return Json(await threaded(inspector.findings, cid, since))
+        return Json(await threaded(inspector.findings, cid, since, limit, frames))
 
     async def sessions(request: Request) -> Response:
         cid = connection_id(request)

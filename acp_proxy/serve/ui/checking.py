@@ -7,10 +7,11 @@ Rules:
   SCHEMAS``), at the lowest CPU priority: checking a long recording holds an interpreter for
   many seconds, and in the server's own it made every request wait its turn (and, at low
   priority, wait for a thread the system had set aside). The server only reads lines.
-- The child writes one line per finding, ``SEQ JSON`` (``-`` for a finding of no frame), and
-  after each step ``progress JSON`` (``checked_seq``, ``finished``); ``failed JSON`` says why
-  the recording could not be checked. The server keeps each finding as those JSON bytes and
-  passes them on unparsed (``orjson.Fragment``); findings of one frame are looked up by seq.
+- The child writes its findings into a file of the server's (``store/finding_file.py``), a
+  step's in one transaction, and then says ``progress JSON`` on stdout (``checked_seq``,
+  ``finished``, ``found``: how many so far); ``failed JSON`` says why the recording could not
+  be checked. The server keeps no finding in memory: it reads the file, a frame's own or those
+  of a range of frames, and passes their JSON on unparsed.
 - The child ends when the check has finished, when the recording cannot be read, or when its
   stdin closes (the server has gone). A child that stops otherwise is a failure the page is
   told about, with the last line it said on stderr.
@@ -34,13 +35,13 @@ import orjson
 
 from acp_proxy.errors import AcpProxyError
 from acp_proxy.store import readers as store_read
+from acp_proxy.store.finding_file import FindingReader, FindingWriter
 
 if TYPE_CHECKING:
     from acp_proxy.check.base import RuleInfo
 
 CHECK_STEP = 500
 CHECK_PAUSE_S = 0.2
-NO_FRAME = b"-"
 
 
 @cache
@@ -122,8 +123,8 @@ class CheckProcess:
     """The child checking one connection, and what it has said so far."""
 
     process: subprocess.Popen[bytes]
-    found: list[bytes] = field(default_factory=list)  # each finding's JSON, in order
-    by_seq: dict[int, list[bytes]] = field(default_factory=dict)
+    findings: FindingReader
+    found: int = 0  # how many findings the file holds
     checked_seq: int = 0
     finished: bool = False
     failed: str | None = None
@@ -132,14 +133,15 @@ class CheckProcess:
     closing: bool = False  # ended by the server: not a failure
 
     @classmethod
-    def start(cls, path: Path, connection_id: int, schemas: bool) -> CheckProcess:
+    def start(cls, path: Path, connection_id: int, schemas: bool, found: Path) -> CheckProcess:
+        """Check connection ``connection_id`` of ``path``, its findings written to ``found``."""
         argv = [sys.executable, "-m", "acp_proxy.serve.ui.checking", str(path),
-                str(connection_id), "1" if schemas else "0"]  # fmt: skip
+                str(connection_id), "1" if schemas else "0", str(found)]  # fmt: skip
         process = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env=_child_env(),
         )  # fmt: skip
-        running = cls(process)
+        running = cls(process, FindingReader(found))
         running.reader = threading.Thread(
             target=running._read, name=f"acp-proxy-ui-check-{connection_id}", daemon=True
         )
@@ -163,14 +165,10 @@ class CheckProcess:
                 said = orjson.loads(body)
                 with self.lock:
                     self.checked_seq, self.finished = said["checked_seq"], said["finished"]
+                    self.found = said["found"]
             elif head == b"failed":
                 with self.lock:
                     self.failed = str(orjson.loads(body))
-            else:
-                with self.lock:
-                    self.found.append(body)
-                    if head != NO_FRAME:
-                        self.by_seq.setdefault(int(head), []).append(body)
 
     def close(self) -> None:
         """End the child (if it has not ended) and its reader."""
@@ -184,6 +182,7 @@ class CheckProcess:
         for pipe in (self.process.stdin, self.process.stderr):
             if pipe is not None:
                 pipe.close()
+        self.findings.close()
 
 
 def _last_line(process: subprocess.Popen[bytes]) -> str:
@@ -211,20 +210,22 @@ def _end_with_stdin(fd: int) -> None:
     os._exit(0)
 
 
-def run_child(path: Path, connection_id: int, schemas: bool, out: IO[bytes]) -> int:
+def run_child(
+    path: Path, connection_id: int, schemas: bool, out: IO[bytes], found_path: Path
+) -> int:
+    writer = FindingWriter(found_path)
+    found = 0
     try:
         db = store_read.open_for_reading(path)
         run = CheckRun(db, connection_id, load_schemas()[0] if schemas else None)
         while True:
-            found = run.step(db)
-            lines = [
-                b"%s %s\n" % (NO_FRAME if f["seq"] is None else b"%d" % f["seq"], orjson.dumps(f))
-                for f in found
-            ]
+            new = run.step(db)
+            writer.add(new)  # committed before the progress that counts them is said
+            found += len(new)
             check = run.check
-            progress = {"checked_seq": check.checked_seq, "finished": check.finished}
-            lines.append(b"progress " + orjson.dumps(progress) + b"\n")
-            out.write(b"".join(lines))
+            progress = {"checked_seq": check.checked_seq, "finished": check.finished,
+                        "found": found}  # fmt: skip
+            out.write(b"progress " + orjson.dumps(progress) + b"\n")
             out.flush()
             if check.finished:
                 return 0
@@ -236,13 +237,15 @@ def run_child(path: Path, connection_id: int, schemas: bool, out: IO[bytes]) -> 
         return 0
     except BrokenPipeError:
         return 0
+    finally:
+        writer.close()
 
 
 def main(argv: list[str]) -> int:
     lower_priority(whole_process=True)  # first: the rule engine's import and the schemas too
     threading.Thread(target=_end_with_stdin, args=(sys.stdin.fileno(),), daemon=True).start()
     path, connection_id, schemas = Path(argv[0]), int(argv[1]), argv[2] == "1"
-    return run_child(path, connection_id, schemas, sys.stdout.buffer)
+    return run_child(path, connection_id, schemas, sys.stdout.buffer, Path(argv[3]))
 
 
 if __name__ == "__main__":

@@ -11,14 +11,18 @@ Rules:
   is already shown, and the page is told how far the index has got.
 - Findings come from the same rule engine as ``acp-proxy check`` (schemas when installed), so
   the page and the command agree, checked in a process of its own (checking.py); stored
-  findings (``record --check``) are shown as well. A page reads them ``FINDINGS_PAGE`` at a
-  time; a frame's own are looked up by its seq.
+  findings (``record --check``) are shown as well. The checker writes its findings into a
+  file of the inspector's own temporary folder (deleted by ``close``), never held in memory;
+  a page reads those of the frames it shows (a range of seqs), or ``FINDINGS_PAGE`` at a time
+  in order, and a frame's own are looked up by its seq.
 - Quick reads first (turns.py): indexing ahead of what a page asked for and the background
   reading of a transcript wait, step by step, while a quick read is on its way.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -94,6 +98,7 @@ class Inspector:
         self._lock = threading.Lock()
         self._timelines: OrderedDict[tuple[int, tuple[Any, ...]], _Timeline] = OrderedDict()
         self._checks: dict[int, CheckProcess] = {}
+        self._scratch: Path | None = None  # the checkers' findings files, made when first needed
         self.turns = QuickFirst()
         self._conversations: dict[int, _Conversation] = {}
         self._answers: dict[tuple[int, int], tuple[int, Any]] = {}  # (cid, seq) -> (seen, ans)
@@ -313,15 +318,25 @@ class Inspector:
         with self._lock:
             if connection_id in self._checks:
                 return
+            if self._scratch is None:
+                self._scratch = Path(tempfile.mkdtemp(prefix="acp-proxy-ui-"))
             self._checks[connection_id] = CheckProcess.start(
-                self.db.path, connection_id, self.schemas is not None
-            )
+                self.db.path, connection_id, self.schemas is not None,
+                self._scratch / f"findings-{connection_id}.sqlite",
+            )  # fmt: skip
 
     def findings(
-        self, connection_id: int, since: int = 0, limit: int = FINDINGS_PAGE
+        self,
+        connection_id: int,
+        since: int = 0,
+        limit: int = FINDINGS_PAGE,
+        frames: tuple[int, int] | None = None,
     ) -> dict[str, Any]:
-        """Findings ``[since, since + limit)`` of the check so far, as JSON ready to send
-        (``orjson.Fragment``); ``total``: how many so far, ``more``: some after these.
+        """Findings of the check so far, as JSON ready to send (``orjson.Fragment``): those of
+        frames ``frames = (first, last)`` by frame, or else ``[since, since + limit)`` in the
+        order found; at most ``limit``. ``rules``: the words of their rules; ``total``: how
+        many so far; ``more``: some after these; ``stored``: the stored findings (of those
+        frames).
 
         ``complete``: every frame committed so far is checked; ``finished``: the connection
         has ended and so have its checks. Nothing is checked before ``start_checking``.
@@ -329,33 +344,38 @@ class Inspector:
         db = self.db.get()
         with self._lock:
             running = self._checks.get(connection_id)
-        found: list[bytes] = []
-        total, checked, finished = 0, 0, False
+        found: list[tuple[str, bytes]] = []
+        rules: dict[str, bytes] = {}
+        total, checked, finished, more = 0, 0, False, False
         if running is not None:
             with running.lock:
                 if running.failed is not None:
                     raise UnreadableRecording(running.failed)
-                found = running.found[since : since + limit]
-                total, checked, finished = len(running.found), running.checked_seq, running.finished
+                total, checked, finished = running.found, running.checked_seq, running.finished
+            if frames is not None:
+                found = running.findings.between(frames[0], frames[1], limit + 1)
+            elif since < total:  # only those the checker has said it committed
+                found = running.findings.page(since, min(limit, total - since))
+            more = len(found) > limit if frames is not None else since + len(found) < total
+            found = found[:limit]
+            rules = running.findings.rules(rule for rule, _ in found)
         complete = finished or (running is not None and checked >= store_read.last_seq(
             db, connection_id))  # fmt: skip
         return {
-            "findings": [orjson.Fragment(f) for f in found], "total": total,
-            "more": since + len(found) < total, "checked_seq": checked,
+            "findings": [orjson.Fragment(f) for _, f in found], "total": total,
+            "more": more, "checked_seq": checked,
+            "rules": {rule: orjson.Fragment(words) for rule, words in rules.items()},
             "complete": complete, "finished": finished, "schemas": self.schemas is not None,
-            "stored": ui_reads.stored_findings(db, connection_id),
+            "stored": ui_reads.stored_findings(db, connection_id, frames),
         }  # fmt: skip
 
     def frame_findings(self, connection_id: int, seq: int) -> tuple[list[Any], list[Any]]:
         """The findings of one frame so far, and the stored ones (``record --check``)."""
         with self._lock:
             running = self._checks.get(connection_id)
-        found: list[bytes] = []
-        if running is not None:
-            with running.lock:
-                found = list(running.by_seq.get(seq, ()))
+        own = running.findings.of_frame(seq) if running is not None else []
         stored = ui_reads.stored_findings_of(self.db.get(), connection_id, seq)
-        return [orjson.loads(f) for f in found], stored
+        return own, stored
 
     def check_progress(self, connection_id: int) -> dict[str, Any]:
         """Whether the check has started, the last frame it has checked, whether it finished."""
@@ -371,8 +391,11 @@ class Inspector:
         """End the checker processes."""
         with self._lock:
             checks, self._checks = list(self._checks.values()), {}
+            scratch, self._scratch = self._scratch, None
         for running in checks:
             running.close()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
     # ------------------------------------------------------------------ conversation
 

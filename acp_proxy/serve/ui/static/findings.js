@@ -1,41 +1,71 @@
 // Findings of the rule engine, checked in the background by the server (the same engine as
-// `acp-proxy check`): polled until the connection has ended and been checked to its end.
+// `acp-proxy check`). The page holds only those of the frames it shows (asked for by range of
+// frames: a long recording's findings stay in the server's file) and how far the check has
+// got, polled until the connection has ended and been checked to its end.
 import { api } from "./api.js";
 
-// How far the page's findings go: `checkedSeq` (every finding up to that frame is here) and
-// `done` (checked to the end of what is recorded); `progress` listeners hear of each poll.
-const MORE_MS = 100;
-export const findings = { cid: null, bySeq: new Map(), count: 0, timer: null, listeners: new Set(),
-  checkedSeq: 0, done: false, progress: new Set() };
+// `bySeq`: the findings of the frames in `span` ([first, last] seq); `checkedSeq`: every
+// finding up to that frame is known; `done`: checked to the end of what is recorded.
+// `listeners` hear of a change of the findings held, `progress` of each poll.
+const POLL_MS = 300, DONE_POLL_MS = 1000, MOVED_MS = 100, LIMIT = 5000;
+export const findings = { cid: null, bySeq: new Map(), span: null, wanted: null, timer: null,
+  listeners: new Set(), checkedSeq: 0, done: false, finished: false, progress: new Set() };
 
-// Whether the findings of frame `seq` are all here, for connection `cid`.
+// Whether the findings of frame `seq` are all known, for connection `cid`.
 export function checkedUpTo(cid, seq) {
   return findings.cid === cid && (findings.done || findings.checkedSeq >= seq);
 }
 
-export function followFindings(cid) {
-  if (findings.cid === cid) return;
+// Follow the check of `cid`; `wanted()` says which frames are shown ([first, last] or null).
+export function followFindings(cid, wanted) {
+  if (findings.cid === cid) { findings.wanted = wanted; return; }
   clearTimeout(findings.timer);
-  Object.assign(findings, { cid, bySeq: new Map(), count: 0, checkedSeq: 0, done: false });
-  const poll = async () => {
-    if (findings.cid !== cid) return;
-    let got;
-    try { got = await api(`connections/${cid}/findings`, { since: findings.count }); } catch (e) { return; }
-    if (findings.cid !== cid) return;
-    findings.count += got.findings.length;
+  Object.assign(findings, { cid, bySeq: new Map(), span: null, wanted, checkedSeq: 0, done: false, finished: false });
+  poll(cid);
+}
+
+// The frames shown have changed: their findings a moment later (once the scrolling settles),
+// unless those held already cover them and nothing more can come.
+export function findingsMoved() {
+  const span = findings.wanted && findings.wanted();
+  if (!findings.cid || !span) return;
+  const held = findings.span;
+  if (held && held[0] <= span[0] && span[1] <= held[1] && findings.finished) return;
+  clearTimeout(findings.timer);
+  const cid = findings.cid;
+  findings.timer = setTimeout(() => poll(cid), MOVED_MS);
+}
+
+async function poll(cid) {
+  if (findings.cid !== cid) return;
+  const span = findings.wanted && findings.wanted();
+  let got;
+  try {
+    got = await api(`connections/${cid}/findings`, span ? { first: span[0], last: span[1], limit: LIMIT } : { limit: 0 });
+  } catch (e) { return; }
+  if (findings.cid !== cid) return;
+  if (span) {
+    const bySeq = new Map();
     for (const f of got.findings) {
-      if (f.seq === null) continue;
-      if (!findings.bySeq.has(f.seq)) findings.bySeq.set(f.seq, []);
-      findings.bySeq.get(f.seq).push(f);
+      if (!bySeq.has(f.seq)) bySeq.set(f.seq, []);
+      bySeq.get(f.seq).push(f);
     }
-    // With more to come, the findings here reach as far as the last one received.
-    const last = got.findings.length ? got.findings[got.findings.length - 1].seq : null;
-    findings.checkedSeq = got.more ? Math.max(findings.checkedSeq, last ?? 0) : got.checked_seq;
-    findings.done = !got.more && got.complete;
-    if (got.findings.length) findings.listeners.forEach((fn) => fn());
-    findings.progress.forEach((fn) => fn());
-    // A long check's findings come a page at a time (``more``): the next page a moment later.
-    if (got.more || !got.finished) findings.timer = setTimeout(poll, got.more ? MORE_MS : got.complete ? 1000 : 300);
-  };
-  poll();
+    const changed = bySeq.size !== findings.bySeq.size || got.findings.length !== countOf(findings.bySeq)
+      || [...bySeq.keys()].some((s) => !findings.bySeq.has(s));
+    findings.bySeq = bySeq;
+    findings.span = span;
+    if (changed) findings.listeners.forEach((fn) => fn());
+  }
+  findings.checkedSeq = got.checked_seq;
+  findings.done = got.complete;
+  findings.finished = got.finished && got.complete;
+  findings.progress.forEach((fn) => fn());
+  clearTimeout(findings.timer);
+  if (!findings.finished) findings.timer = setTimeout(() => poll(cid), got.complete ? DONE_POLL_MS : POLL_MS);
+}
+
+function countOf(bySeq) {
+  let n = 0;
+  for (const list of bySeq.values()) n += list.length;
+  return n;
 }

@@ -3,7 +3,7 @@
 // moves a selection cursor over the visual rows (aria-selected marks it).
 import { api } from "../api.js";
 import { el, $ } from "../dom.js";
-import { findings, followFindings } from "../findings.js";
+import { findings, followFindings, findingsMoved } from "../findings.js";
 import { bytes, counted, duration, offset, DIR, speed, number } from "../format.js";
 import { state, setHash, filters, connectionId } from "../state.js";
 import { RunRows, ROW_H, PAGE, windowOf, reveal } from "../virtual.js";
@@ -46,6 +46,7 @@ export function timelineView(root) {
       : ` · ${findings.checkedSeq ? "rules checked to frame " + number(findings.checkedSeq) : "rules not checked yet"}…`;
   };
   let caughtUp = false, complete = false, selected = null, cursor = null, follow = true, scannedSeq = 0;
+  let shownSpan = null;  // [first, last] seq of the frames on screen
   let first = state.overview ? state.overview.first_mono_ns : null;
   let alive = true, refreshing = false, again = false;
   // A frame named by the URL is shown first: the index's growth, the findings and the live
@@ -166,6 +167,8 @@ export function timelineView(root) {
     const [top, bottom] = windowOf(scroller, count);
     const nodes = [];
     const now = Date.now();
+    let low = null, high = null;  // the frames drawn: their findings are the ones the page holds
+    const drawn = (first, last) => { low = low === null ? first : Math.min(low, first); high = high === null ? last : Math.max(high, last); };
     for (let v = top; v < bottom; v++) {
       const at = list.locate(v);
       const row = list.rowAt(at.row);
@@ -193,6 +196,7 @@ export function timelineView(root) {
           select(row.frame.seq);
         });
         for (let s = row.first_seq; s <= row.last_seq; s++) if (!(s in window.acpSeen)) window.acpSeen[s] = now;
+        drawn(row.first_seq, row.last_seq);
       } else {
         const e = list.expanded.get(at.row);
         const frame = e.subs.get(at.sub);
@@ -200,6 +204,7 @@ export function timelineView(root) {
         const [cls, parts] = cells(frame, [frame.update_kind + ": ", frame.preview || ""], frame.latency_ns ?? undefined, "sub", v);
         node = el("div", { class: cls, role: "option", "data-seq": frame.seq }, parts);
         node.addEventListener("click", () => { cursor = v; select(frame.seq); });
+        drawn(frame.seq, frame.seq);
       }
       node.setAttribute("aria-selected", v === cursor ? "true" : "false");
       if (v === cursor) node.classList.add("cursor");
@@ -207,6 +212,10 @@ export function timelineView(root) {
       nodes.push(node);
     }
     spacer.replaceChildren(...nodes);
+    if (low !== null && (!shownSpan || shownSpan[0] !== low || shownSpan[1] !== high)) {
+      shownSpan = [low, high];
+      findingsMoved();
+    }
     if (background && !caughtUp && !refreshing) refresh();
   }
   function select(seq) {
@@ -262,7 +271,7 @@ export function timelineView(root) {
     if (follow) grow(); else setTimeout(grow, GROW_AFTER_MS);
     // The findings and the session list are not needed for the first screen: asked a moment
     // later (the list of sessions when the session filter is first used).
-    setTimeout(() => { if (alive) { followFindings(cid); sayChecking(); } }, FINDINGS_AFTER_MS);
+    setTimeout(() => { if (alive) { followFindings(cid, () => shownSpan); sayChecking(); } }, FINDINGS_AFTER_MS);
     findings.listeners.add(render);
     findings.progress.add(sayChecking);
     $("#filters").elements.session.addEventListener("focus", () => loadSessions(cid), { once: true });
