@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from acp_proxy.cli.main import main as cli
+from acp_proxy.serve.ui.app import version
 from acp_proxy.store.database import connect
 from acp_proxy.store.writer import NewConnection, RecordingWriter
 from tests.support.fixtures_acp import V1_CONVERSATION, update
@@ -93,8 +94,20 @@ def test_nothing_but_reads_and_the_headers_say_so(served: Served, db_path: Path)
     assert "unsafe-inline" not in csp
     assert "default-src 'none'" in csp
     assert page.headers["x-content-type-options"] == "nosniff"
-    assert '<script type="module" src="static/page.js"' in page.text
+    assert '<script type="module" src="static/page.js?v=' in page.text
     assert len(re.findall(r"<script", page.text)) == 2
+    # The page's files are named with their version: kept by the browser for as long as it
+    # likes; the page itself, and a file asked for without its version, are asked again.
+    assert page.headers["cache-control"] == "no-cache"
+    for name in re.findall(r'(?:href|src)="(static/[^"]+)"', page.text):
+        kept = get(served, name)
+        assert kept.status_code == 200, name
+        assert kept.headers["cache-control"] == "private, max-age=31536000, immutable", name
+        assert f"?v={version(kept.content)}" in name
+        fresh = get(served, name.split("?")[0])
+        assert fresh.content == kept.content
+        assert fresh.headers["cache-control"] == "no-cache"
+        assert get(served, name.split("?")[0] + "?v=old").headers["cache-control"] == "no-cache"
     for path in ("api/connections", "api/connections/2/rows", "api/connections/2/frames/1",
                  "api/connections/1/conversation", "api/connections/1/latency",
                  "api/connections/1/findings", "api/diff?a=1&b=2"):  # fmt: skip

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_proxy.serve.ui.app import STATIC, _assets
+from acp_proxy.serve.ui.app import STATIC, _assets, version
 from acp_proxy.serve.ui.bundle import BundleError, bundle
 from acp_proxy.serve.ui.server import bind
 from tests.support.processes import run_to_end
@@ -88,7 +88,9 @@ def test_the_page_script_holds_every_module_it_imports(tmp_path: Path) -> None:
     for name in imported:
         assert f"// ---- {name}\n" in script, name
     page = assets["index.html"][0].decode()
-    assert '<script type="module" src="static/page.js"></script>' in page
+    assert (
+        f'<script type="module" src="static/page.js?v={version(script.encode())}"></script>' in page
+    )
     assert "static/app.js" not in page
     # It parses as a module (the browser tests run it).
     (tmp_path / "page.mjs").write_text(script)

@@ -191,3 +191,18 @@ def test_the_page_asks_for_the_findings_of_the_frames_it_shows(served: Any, page
         assert "since" not in query, url
         first, last = int(query["first"][0]), int(query["last"][0])
         assert 0 < last - first < 1_000, url  # a screen's frames, not the recording's
+
+
+def test_a_new_tab_takes_the_pages_files_from_the_browsers_cache(served: Any, page: Any) -> None:
+    """The script and the stylesheet are named with their version: a second tab of the same
+    browser opens without fetching them again (nothing transferred), only the answers."""
+    page.goto(f"{served.url}#view=timeline&c=1")
+    page.wait_for_selector("#spacer .row")
+    tab = page.context.new_page()
+    tab.goto(f"{served.url}#view=timeline&c=1&f=71")
+    tab.wait_for_selector('#detail[aria-label="frame 71"] h2')
+    files = tab.evaluate("""() => performance.getEntriesByType('resource')
+        .filter(e => e.name.includes('/static/'))
+        .map(e => [e.name.split('/static/')[1], e.transferSize, e.decodedBodySize])""")
+    assert sorted(name.split("?")[0] for name, _, _ in files) == ["app.css", "page.js"], files
+    assert all(transferred == 0 and size > 0 for _, transferred, size in files), files

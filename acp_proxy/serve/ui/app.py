@@ -11,6 +11,9 @@ Rules:
 - Findings are read from the checker's file: those of a range of frames (``first``,
   ``last``: the frames a page shows), or paged in the order found (``since``, at most
   ``FINDINGS_PAGE``), passed on as the checker wrote them; a frame's detail carries its own.
+- The page names its script and stylesheet with their version (``?v=`` a hash of the file):
+  a browser keeps that URL's answer for good, so a new tab does not fetch them again; the page
+  itself, and a file asked for without its version, are asked again each time.
 - Answers are JSON (orjson); recorded strings are passed on as strings, bytes as text
   ``segments`` (present.py). A frame's exact bytes are also served as a download.
 - Bad parameters are 400 with one line; an unknown connection or frame is 404.
@@ -166,14 +169,21 @@ def create_app(inspector: Inspector, initial: dict[str, Any] | None = None) -> S
 
     assets = _assets()
 
+    versions = {name: version(body) for name, (body, _) in assets.items()}
+
     async def index(_: Request) -> Response:
-        return Response(assets["index.html"][0], media_type=assets["index.html"][1])
+        body, media_type = assets["index.html"]
+        return Response(body, media_type=media_type, headers={"cache-control": "no-cache"})
 
     async def static(request: Request) -> Response:
-        found = assets.get(request.path_params["path"])
+        name = request.path_params["path"]
+        found = assets.get(name)
         if found is None:
             raise HTTPException(404, "no such file")
-        return Response(found[0], media_type=found[1])
+        # The page names each file with its version: that URL's answer never changes.
+        lasting = request.query_params.get("v") == versions[name]
+        cache = "private, max-age=31536000, immutable" if lasting else "no-cache"
+        return Response(found[0], media_type=found[1], headers={"cache-control": cache})
 
     async def info(_: Request) -> Response:
         return Json({
@@ -384,7 +394,34 @@ def _assets() -> dict[str, tuple[bytes, str]]:
             found[path.relative_to(STATIC).as_posix()] = (path.read_bytes(), _TYPES[path.suffix])
     modules = {name: body.decode() for name, (body, _) in found.items() if name.endswith(".js")}
     found[PAGE_SCRIPT] = (bundle(modules, ENTRY_MODULE).encode(), _TYPES[".js"])
+    page, media_type = found["index.html"]
+    found["index.html"] = (_versioned(page, found), media_type)
     return found
+
+
+def version(body: bytes) -> str:
+    """A file's version, as the page names it (``static/page.js?v=VERSION``)."""
+    return hashlib.sha256(body).hexdigest()[:16]
+
+
+_STATIC_REF = re.compile(rb'(href|src)="static/([^"?]+)"')
+
+
+def _versioned(page: bytes, assets: dict[str, tuple[bytes, str]]) -> bytes:
+    """The page with each of its files named with its version, so that a browser keeps them
+    for as long as this server serves them (a new tab opens without asking for them again)."""
+
+    def named(found: re.Match[bytes]) -> bytes:
+        name = found.group(2).decode()
+        if name not in assets:
+            raise ValueError(f"index.html names static/{name}, which is not there")
+        return b'%s="static/%s?v=%s"' % (
+            found.group(1),
+            found.group(2),
+            version(assets[name][0]).encode(),
+        )
+
+    return _STATIC_REF.sub(named, page)
 
 
 _INLINE_SCRIPT = re.compile(rb"<script>(.*?)</script>", re.DOTALL)

@@ -10,7 +10,8 @@ Rules:
 - Only GET and HEAD: nothing served changes anything.
 - Every response carries a Content-Security-Policy that runs only the package's own scripts
   (its files, and the page's one inline start-up script named by its hash: never any other
-  inline script), ``nosniff``, no referrer and no framing; API answers are not cached.
+  inline script), ``nosniff``, no referrer and no framing; API answers are not cached (the
+  page's own files, named with their version, are: app.py).
 """
 
 from __future__ import annotations
