@@ -13,9 +13,11 @@ Needs the ``ui`` and ``test`` extras and Debian's chromium (``.ci/install-chromi
   ``acp-proxy ui`` process (cold caches), and a fresh page timed from ``goto`` of the
   connection's timeline to the first row in the DOM. Also timed: the first ``rows`` answer
   alone over HTTP (cold), a jump to the middle frame by URL (``f=SEQ``, a hash change in the
-  open page) to the moment its row and its detail are on screen, and the same for the next
-  frame's URL opened in a fresh browser context. The same two on a static page that draws the
-  frame's row and title at once from the URL: the browser's and the waits' own cost here.
+  open page) to the moment its row and its detail are on screen, another frame's URL in a new
+  tab of the same browser (the first page still open), and the next frame's URL opened in a
+  fresh browser context (nothing cached). The jump and the fresh context on a static page that
+  draws the frame's row and title at once from the URL: the browser's and the waits' own cost
+  here.
 - conversation: one prompt answered by ``--conversation`` chunks, thought and message in turn
   (each its own item); per repeat a fresh server and page, timed from ``goto`` of the
   conversation to its first item, and to the moment the page says every frame is read.
@@ -30,6 +32,10 @@ Needs the ``ui`` and ``test`` extras and Debian's chromium (``.ci/install-chromi
   ``acp-proxy record``, with and without an ``acp-proxy ui`` serving the same database and a
   page following the live connection's timeline; repeats interleaved, the order alternating.
   Reported: MB/s medians and the median of the per-repeat ratio (with page / without).
+
+- memory (``--memory``): per checkout, a page on each first-screen recording's timeline (a
+  finding on every frame: it has no ``initialize``) until the rule check has reached its end;
+  the server's resident memory idle and then, and the page's JavaScript heap.
 
 ``--source`` measures another checkout's ``acp-proxy ui`` (the code before a change) with the
 same page and clients; ``--against`` measures a second checkout in the same run for the first
@@ -172,7 +178,7 @@ def first_screen(
     started = time.perf_counter()
     make_recording(db, count)
     built = time.perf_counter() - started
-    names = ["page_ms", "api_ms", "jump_ms", "url_ms", "start_ms"]
+    names = ["page_ms", "api_ms", "jump_ms", "url_ms", "tab_ms", "start_ms"]
     measured: dict[str, dict[str, list[float]]] = {
         str(s): {name: [] for name in names} for s in sources
     }
@@ -224,7 +230,7 @@ def _first_screen_once(
 ) -> dict[str, list[float]]:
     import urllib.request
 
-    page_ms, api_ms, jump_ms, url_ms, start_ms = [], [], [], [], []
+    page_ms, api_ms, jump_ms, url_ms, tab_ms, start_ms = [], [], [], [], [], []
     middle = count // 2
     ui = Ui(db, folder / f"ui-{count}-{index}.log")
     start_ms.append(ui.start_ms)
@@ -245,6 +251,12 @@ def _first_screen_once(
         page.goto(f"{ui.url}#view=timeline&c=1&f={middle}")
         _wait_row(page, middle)
         jump_ms.append((time.perf_counter() - t) * 1000)
+        # Another frame's link opened in a new tab of the same browser, the first one open.
+        tab = context.new_page()
+        t = time.perf_counter()
+        tab.goto(f"{ui.url}#view=timeline&c=1&f={middle + 2}")
+        _wait_row(tab, middle + 2)
+        tab_ms.append((time.perf_counter() - t) * 1000)
         context.close()
         # The same link opened in a page of its own (a fresh browser context).
         context = browser.new_context(viewport={"width": 1400, "height": 820})
@@ -266,7 +278,7 @@ def _first_screen_once(
         finally:
             ui.close()
     return {"page_ms": page_ms, "api_ms": api_ms, "jump_ms": jump_ms, "url_ms": url_ms,
-            "start_ms": start_ms}  # fmt: skip
+            "tab_ms": tab_ms, "start_ms": start_ms}  # fmt: skip
 
 
 _ROW_ON_SCREEN = """seq => [...document.querySelectorAll('#spacer .row')].some(
@@ -396,6 +408,48 @@ def conversation(browser: Any, folder: Path, chunks: int, repeat: int) -> dict[s
         finally:
             ui.close()
     return {"chunks": chunks, "first_ms": first_ms, "whole_ms": whole_ms}
+
+
+# --------------------------------------------------------------------------- memory
+
+_CHECKING = "() => document.querySelector('#checking')?.textContent"
+
+
+def _rss_mb(pid: int) -> float:
+    for entry in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if entry.startswith("VmRSS:"):
+            return int(entry.split()[1]) / 1024
+    return float("nan")
+
+
+def memory(browser: Any, folder: Path, count: int, sources: list[Path]) -> dict[str, Any]:
+    """Per checkout: a page on the timeline of the first screen's recording (a finding on
+    every frame: it has no ``initialize``) until the rule check has reached its end; then the
+    server's resident memory and the page's JavaScript heap (after a collection)."""
+    db = folder / f"frames-{count}.sqlite"
+    found: dict[str, dict[str, float]] = {}
+    for source in sources:
+        SOURCE[0] = source
+        ui = Ui(_readable_by(source, db), folder / f"ui-memory-{count}.log")
+        try:
+            idle_mb = _rss_mb(ui.process.pid)
+            context = browser.new_context(viewport={"width": 1400, "height": 820})
+            page = context.new_page()
+            t = time.perf_counter()
+            page.goto(f"{ui.url}#view=timeline&c=1")
+            page.wait_for_function(f"() => ({_CHECKING})()", timeout=60_000)  # check begun
+            page.wait_for_function(f"() => ({_CHECKING})() === ''", timeout=600_000, polling=500)
+            checked_s = time.perf_counter() - t
+            session = context.new_cdp_session(page)
+            session.send("HeapProfiler.collectGarbage")
+            heap = session.send("Runtime.getHeapUsage")["usedSize"] / 2**20
+            found[str(source)] = {"idle_mb": idle_mb, "server_mb": _rss_mb(ui.process.pid),
+                                  "page_mb": heap, "checked_s": checked_s}  # fmt: skip
+            context.close()
+        finally:
+            ui.close()
+    SOURCE[0] = sources[0]
+    return {"frames": count, "sources": found}
 
 
 # --------------------------------------------------------------------------- fan-out
@@ -622,6 +676,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--forward-count", type=int, default=300_000)
     parser.add_argument("--conversation", type=int, default=100_000,
                         help="chunks in the conversation's recording (0: skip)")  # fmt: skip
+    parser.add_argument("--memory", action="store_true",
+                        help="memory of the server and the page once each --frames recording "
+                             "is checked to its end")  # fmt: skip
     parser.add_argument("--clients", type=int, default=50, help="fan-out clients (0: skip)")
     parser.add_argument("--rate", type=int, default=1000, help="fan-out frames per second")
     parser.add_argument("--seconds", type=float, default=10.0, help="fan-out duration")
@@ -645,6 +702,8 @@ def main(argv: list[str] | None = None) -> int:
             report["first_screen"] = [
                 first_screen(browser, folder, n, args.repeat, sources) for n in args.frames
             ]
+            if args.memory:
+                report["memory"] = [memory(browser, folder, n, sources) for n in args.frames]
             if args.frames:
                 report["floor"] = floor(browser, args.repeat)
             if args.conversation:
@@ -668,10 +727,10 @@ def main(argv: list[str] | None = None) -> int:
               + (f"; `{sources[1]}` measured in the same run, repeats interleaved"
                  if len(sources) > 1 else ""))  # fmt: skip
         print("\n| frames | database | checkout | first screen (page) | first rows (API) "
-              "| jump to middle | middle frame by URL (new page) "
+              "| jump to middle | middle frame by URL (new page) | the same, a new tab "
               "| server start to address |")  # fmt: skip
-        print("|---:|---:|---|---:|---:|---:|---:|---:|")
-    keys = ("page_ms", "api_ms", "jump_ms", "url_ms", "start_ms")
+        print("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+    keys = ("page_ms", "api_ms", "jump_ms", "url_ms", "tab_ms", "start_ms")
     for part in report["first_screen"]:
         figures = {}
         for source, found in part["sources"].items():
@@ -687,7 +746,13 @@ def main(argv: list[str] | None = None) -> int:
     if "floor" in report:
         f = report["floor"]
         print(f"| | | a static page (the browser's floor) | | | {median(f['jump_ms']):.0f} ms "
-              f"| {median(f['url_ms']):.0f} ms | |")  # fmt: skip
+              f"| {median(f['url_ms']):.0f} ms | | |")  # fmt: skip
+    for part in report.get("memory", []):
+        for source, m in part["sources"].items():
+            name = "this" if source == str(SOURCE[0]) else Path(source).name
+            print(f"\nmemory, {part['frames']:,} frames checked to the end ({name}, "
+                  f"{m['checked_s']:.0f} s): server {m['idle_mb']:.0f} MB idle, "
+                  f"{m['server_mb']:.0f} MB checked; page heap {m['page_mb']:.0f} MB")  # fmt: skip
     if "conversation" in report:
         c = report["conversation"]
         print(
