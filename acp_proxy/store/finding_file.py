@@ -5,8 +5,9 @@ take disk, not the memory of the server or of the page.
 Rules:
 - One file per check, in a folder the server owns and deletes. The writer (the checker's
   process) creates it, in WAL mode and without syncing (nothing in it outlives the server), and
-  commits each batch in one transaction before it says how far it has got; readers open it
-  read-only once it exists.
+  commits each batch in one transaction before it says how far it has got; the reader opens it
+  read-only once told the writer has said so (``writer_said``): before that it may not have
+  its tables yet, and reads find nothing.
 - A finding is kept as the JSON the page shows (``seq``, ``direction``, ``rule``, ``severity``,
   ``message``), in the order found; a rule's words (``summary``, ``fix``, ``source``) once per
   rule. Findings of no frame have no seq.
@@ -72,9 +73,14 @@ class FindingReader:
         self.path = path
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
+        self._said = False
+
+    def writer_said(self) -> None:
+        """The writer has said how far it has got: the file and its tables are there."""
+        self._said = True
 
     def _open(self) -> sqlite3.Connection | None:
-        if self._db is None and self.path.exists():
+        if self._db is None and self._said:
             self._db = sqlite3.connect(
                 f"file:{self.path}?mode=ro", uri=True, check_same_thread=False
             )

@@ -166,6 +166,7 @@ class CheckProcess:
                 with self.lock:
                     self.checked_seq, self.finished = said["checked_seq"], said["finished"]
                     self.found = said["found"]
+                self.findings.writer_said()
             elif head == b"failed":
                 with self.lock:
                     self.failed = str(orjson.loads(body))
