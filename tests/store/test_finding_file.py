@@ -73,3 +73,17 @@ def test_nothing_is_read_before_the_writer_has_said_so(tmp_path: Path) -> None:
     assert shown(reader.page(0, 10)) == [("A", 1, "one")]
     reader.close()
     writer.close()
+
+
+def test_read_after_the_writer_has_gone(tmp_path: Path) -> None:
+    """A short check may end before the page first asks: the file is read, read-only, once
+    its writer has closed it."""
+    path = tmp_path / "findings.sqlite"
+    writer = FindingWriter(path)
+    writer.add([finding(1, "A", "one"), finding(2, "B", "two")])
+    writer.close()
+    reader = FindingReader(path)
+    reader.writer_said()
+    assert shown(reader.between(1, 2, 10)) == [("A", 1, "one"), ("B", 2, "two")]
+    assert reader.of_frame(2)[0]["fix"] == "B fix"
+    reader.close()

@@ -4,9 +4,10 @@ Rules:
 - The page's findings come from the same rule engine as ``acp-proxy check`` (``ScopeCheck``,
   the installed schemas when the server has them), so the page and the command agree.
 - The check runs in a child process (``python -m acp_proxy.serve.ui.checking DB CONNECTION
-  SCHEMAS``), at the lowest CPU priority: checking a long recording holds an interpreter for
-  many seconds, and in the server's own it made every request wait its turn (and, at low
-  priority, wait for a thread the system had set aside). The server only reads lines.
+  SCHEMAS FINDINGS``), at the lowest CPU priority: checking a long recording holds an
+  interpreter for many seconds, and in the server's own it made every request wait its turn
+  (and, at low priority, wait for a thread the system had set aside). The server only reads
+  its lines and its findings file.
 - The child writes its findings into a file of the server's (``store/finding_file.py``), a
   step's in one transaction, and then says ``progress JSON`` on stdout (``checked_seq``,
   ``finished``, ``found``: how many so far); ``failed JSON`` says why the recording could not
