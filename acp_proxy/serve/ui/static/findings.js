@@ -50,8 +50,9 @@ async function poll(cid) {
       if (!bySeq.has(f.seq)) bySeq.set(f.seq, []);
       bySeq.get(f.seq).push(f);
     }
-    const changed = bySeq.size !== findings.bySeq.size || got.findings.length !== countOf(findings.bySeq)
-      || [...bySeq.keys()].some((s) => !findings.bySeq.has(s));
+    // Findings only accumulate: the same frames and as many findings is the same answer.
+    const held = findings.span;
+    const changed = !held || held[0] !== span[0] || held[1] !== span[1] || got.findings.length !== countOf(findings.bySeq);
     findings.bySeq = bySeq;
     findings.span = span;
     if (changed) findings.listeners.forEach((fn) => fn());
