@@ -6,6 +6,8 @@ opens the timeline that starts shortly before it, in one step.
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -172,18 +174,37 @@ def test_findings_not_checked_yet_are_said_so(served: Any, page: Any) -> None:
     )
 
 
-def test_the_page_asks_for_the_findings_of_the_frames_it_shows(served: Any, page: Any) -> None:
+@pytest.fixture(scope="module")
+def ended(recording: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same recording, its connection ended: once checked, its findings are final."""
+    path = tmp_path_factory.mktemp("ended") / "r.sqlite"
+    shutil.copy(recording, path)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE connection SET status = 'exited', exit_code = 0")
+    db.close()
+    return path
+
+
+def test_the_page_asks_for_the_findings_of_the_frames_it_shows(
+    ended: Path, serve_ui: Any, page: Any
+) -> None:
     """The findings come by range of frames, those on screen (a long recording's findings stay
-    on the server): marks near the start, then marks far into the recording after a jump."""
+    on the server): marks near the start; once the check has finished, marks in a new view of
+    the same connection (a filter) and far into the recording after a jump."""
+    served = serve_ui("--db", str(ended))
     page.add_init_script(WATCH_REQUESTS)
     page.goto(f"{served.url}#view=timeline&c=1&f=71")
     page.wait_for_selector("#spacer .row.has-finding", timeout=20_000)
-    page.evaluate("location.hash = '#view=timeline&c=1&f=15001'")
     page.wait_for_function(
-        """() => [...document.querySelectorAll('#spacer .row.has-finding')]
-            .some(r => Number(r.dataset.seq) > 14_000)""",
-        timeout=20_000,
+        "() => document.querySelector('#checking')?.textContent === ''", timeout=30_000
     )
+    page.wait_for_timeout(1_500)  # past the last poll of a finished check
+    marked_beyond = """seq => [...document.querySelectorAll('#spacer .row.has-finding')]
+        .some(r => Number(r.dataset.seq) > seq)"""
+    page.evaluate("location.hash = '#view=timeline&c=1&kind=request'")  # a view of its own
+    page.wait_for_function(marked_beyond, arg=200, timeout=20_000)
+    page.evaluate("location.hash = '#view=timeline&c=1&kind=request&f=15002'")
+    page.wait_for_function(marked_beyond, arg=14_000, timeout=20_000)
     asked = [url for _, url in page.evaluate("window.acpAsked") if "/findings" in url]
     assert asked
     for url in asked:

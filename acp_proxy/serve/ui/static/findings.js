@@ -17,8 +17,9 @@ export function checkedUpTo(cid, seq) {
 }
 
 // Follow the check of `cid`; `wanted()` says which frames are shown ([first, last] or null).
+// A new view of the same connection (a filter, a jump) asks for its own frames' findings.
 export function followFindings(cid, wanted) {
-  if (findings.cid === cid) { findings.wanted = wanted; return; }
+  if (findings.cid === cid) { findings.wanted = wanted; findingsMoved(); return; }
   clearTimeout(findings.timer);
   Object.assign(findings, { cid, bySeq: new Map(), span: null, wanted, checkedSeq: 0, done: false, finished: false });
   poll(cid);
