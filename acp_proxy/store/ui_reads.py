@@ -185,19 +185,6 @@ def stored_findings(
     return [dict(zip(names, r, strict=True)) for r in rows]
 
 
-def stored_findings_of(
-    db: sqlite3.Connection, connection_id: int, seq: int
-) -> list[dict[str, Any]]:
-    """The stored findings of one frame."""
-    rows = db.execute(
-        "SELECT seq, direction, rule, severity, message, origin FROM finding "
-        "WHERE connection_id = ? AND seq = ? ORDER BY id",
-        (connection_id, seq),
-    )
-    names = ("seq", "direction", "rule", "severity", "message", "origin")
-    return [dict(zip(names, r, strict=True)) for r in rows]
-
-
 # --------------------------------------------------------------------------- frames
 
 

@@ -162,3 +162,28 @@ def test_findings_of_a_range_of_frames_from_the_checkers_file(
     inspector.close()
     assert not file.exists()
     assert not file.parent.exists()
+
+
+def test_stored_findings_of_a_frame_and_of_a_range(tmp_path: Path) -> None:
+    """The findings ``record --check`` stored beside the frames: a frame's own in its
+    detail, those of a range of frames beside the checker's."""
+    path = tmp_path / "r.sqlite"
+    write_recording(path, turns(70), label="turns")
+    with sqlite3.connect(path) as db:
+        db.executemany(
+            "INSERT INTO finding (connection_id, seq, direction, rule, severity, message, "
+            "found_ns) VALUES (1, ?, 'c2a', 'ACP999', 'warning', ?, 0)",
+            [(8, "eight"), (8, "eight again"), (15, "fifteen"), (None, "no frame")],
+        )
+    db.close()
+    inspector = Inspector(Database(path))
+    try:
+        _, stored = inspector.frame_findings(1, 8)
+        assert [f["message"] for f in stored] == ["eight", "eight again"]
+        assert inspector.frame_findings(1, 9) == ([], [])
+        ranged = inspector.findings(1, frames=(9, 20))["stored"]
+        assert [f["message"] for f in ranged] == ["fifteen"]
+        every = inspector.findings(1)["stored"]
+        assert [f["message"] for f in every] == ["no frame", "eight", "eight again", "fifteen"]
+    finally:
+        inspector.close()

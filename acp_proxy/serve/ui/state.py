@@ -374,7 +374,7 @@ class Inspector:
         with self._lock:
             running = self._checks.get(connection_id)
         own = running.findings.of_frame(seq) if running is not None else []
-        stored = ui_reads.stored_findings_of(self.db.get(), connection_id, seq)
+        stored = ui_reads.stored_findings(self.db.get(), connection_id, (seq, seq))
         return own, stored
 
     def check_progress(self, connection_id: int) -> dict[str, Any]:
