@@ -77,7 +77,9 @@ def test_every_early_answer_is_taken_once(served: Any, page: Any, hash: str, rea
     settled(page)
     asked = Counter(page.evaluate(ASKED))
     assert asked["info"] == 1
-    twice = [url for url, count in asked.items() if count > 1]
+    # The findings of the frames shown are asked for again until the check has finished: the
+    # same question, a new answer (on a busy machine the check may take more than one poll).
+    twice = [url for url, count in asked.items() if count > 1 and "/findings?" not in url]
     assert not twice, asked
 
 
