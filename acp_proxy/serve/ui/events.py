@@ -5,7 +5,9 @@ Rules:
   ``POLL_S`` seconds, reads only when SQLite's ``data_version`` says another connection
   committed, and then reads once what every stream needs (the connections' states, the newest
   frame of each connection a stream follows). Streams wait for the watcher's next change and
-  only format what it read, so fifty pages cost the server what one does.
+  only format what it read, so fifty pages cost the server what one does. They wait on an
+  event of that change's own (set once, then replaced), never on a lock they share: a stream
+  cancelled while it waits (its page closed it) leaves the others waiting as they were.
 - A frame event's ``id`` is the frame's id (its rowid), which grows in commit order (see
   store/ui_reads.py), so "after the last id seen" resumes with no gap and no duplicate; the
   browser sends it back as ``Last-Event-ID`` when it reconnects, which beats ``after``.
@@ -29,6 +31,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import orjson
 from starlette.concurrency import run_in_threadpool
 
@@ -68,7 +71,7 @@ class Watch:
         self.framed: Counter[int] = Counter()  # connection -> streams that want its frames
         self._tail: dict[int, int] = {}  # connection -> the last frame id encoded
         self._streams = 0
-        self._changed = asyncio.Condition()
+        self._changed = asyncio.Event()  # set when a newer snapshot is there, then replaced
         self._task: asyncio.Task[None] | None = None
         self._db: Any = None
 
@@ -114,14 +117,18 @@ class Watch:
                     followed, version = set(self.followed), None  # a new follower: read now
                 version, seen = await run_in_threadpool(self._look, version)
                 if seen is not None:
-                    async with self._changed:
-                        self.snapshot = seen
-                        self._changed.notify_all()
+                    self.publish(seen)
                 await asyncio.sleep(POLL_S)
         finally:
             db, self._db, self._task = self._db, None, None
             if db is not None:
                 db.close()
+
+    def publish(self, seen: Snapshot) -> None:
+        """Make ``seen`` the current snapshot and wake the streams that wait for one."""
+        self.snapshot = seen
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
 
     def generation(self) -> int | None:
         """The current change number while the watcher runs (None: it does not, nothing
@@ -157,11 +164,10 @@ class Watch:
 
     async def next(self, generation: int, timeout: float) -> Snapshot:
         """The first snapshot after ``generation`` (or the current one after ``timeout``)."""
-        async with self._changed:
-            if self.snapshot.generation == generation:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._changed.wait(), timeout)
-            return self.snapshot
+        if self.snapshot.generation == generation:
+            with anyio.move_on_after(timeout):
+                await self._changed.wait()
+        return self.snapshot
 
 
 _watches: dict[int, Watch] = {}
