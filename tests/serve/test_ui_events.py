@@ -28,7 +28,7 @@ def test_streams_cancelled_while_they_wait_leave_the_others_waiting() -> None:
             watch.publish(Snapshot(generation))
             got: list[int] = []
             async with anyio.create_task_group() as tasks:
-                leaving = [anyio.CancelScope() for _ in range(streams)]
+                scopes = [anyio.CancelScope() for _ in range(streams)]
 
                 async def wait(
                     scope: anyio.CancelScope, stays: bool, g: int = generation, got: list[int] = got
@@ -40,7 +40,7 @@ def test_streams_cancelled_while_they_wait_leave_the_others_waiting() -> None:
 
                 # Streams that stay and streams that leave start and are cancelled in turn,
                 # each a few steps of the event loop after the one before.
-                for n, scope in enumerate(leaving):
+                for n, scope in enumerate(scopes):
                     tasks.start_soon(wait, scope, n % 2 == 0)
                     for _ in range(shuffle.randrange(3)):
                         await anyio.sleep(0)
