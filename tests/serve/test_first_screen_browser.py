@@ -1,8 +1,8 @@
 """The page's first requests, in a real browser: each view's first answers are asked for by
 the page's inline start-up script before its modules arrive, and each is taken by the view
 that needs it (none asked twice, but for a question polled while its answer grows; none
-left over); a link to a frame far into a recording
-opens the timeline that starts shortly before it, in one step.
+left over); a link to a frame far into a recording opens the timeline that starts shortly
+before it, in one step.
 """
 
 from __future__ import annotations
